@@ -1,0 +1,109 @@
+import NIOCore
+import ParleyCore
+
+/// Keeps an XML stream alive and notices when it died: writes a single space (RFC 6120
+/// §4.6.1) when nothing was sent for `whitespaceInterval`, and reports
+/// `StreamError(.connectionTimeout)` through `errorCaught` when nothing at all arrived for
+/// `idleTimeout`. It sits on the plaintext byte side of the pipeline, below the XML decoder,
+/// so whitespace the peer sends counts as life too.
+public final class StreamKeepaliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    public typealias InboundIn = ByteBuffer
+    public typealias InboundOut = ByteBuffer
+    public typealias OutboundIn = ByteBuffer
+    public typealias OutboundOut = ByteBuffer
+
+    public struct Configuration: Sendable {
+        /// Send whitespace after this long without writing; nil never sends any.
+        public var whitespaceInterval: TimeAmount?
+        /// Give up on a peer silent for this long; nil never does.
+        public var idleTimeout: TimeAmount?
+
+        public init(whitespaceInterval: TimeAmount? = .seconds(60), idleTimeout: TimeAmount? = .seconds(300)) {
+            self.whitespaceInterval = whitespaceInterval
+            self.idleTimeout = idleTimeout
+        }
+    }
+
+    private let configuration: Configuration
+    private var lastRead = NIODeadline.now()
+    private var lastWrite = NIODeadline.now()
+    private var timer: Scheduled<Void>?
+    private var timedOut = false
+
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    public func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { start(context: context) }
+    }
+
+    public func channelActive(context: ChannelHandlerContext) {
+        start(context: context)
+        context.fireChannelActive()
+    }
+
+    public func handlerRemoved(context: ChannelHandlerContext) {
+        stop()
+    }
+
+    public func channelInactive(context: ChannelHandlerContext) {
+        stop()
+        context.fireChannelInactive()
+    }
+
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        lastRead = .now()
+        context.fireChannelRead(data)
+    }
+
+    public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        lastWrite = .now()
+        context.write(data, promise: promise)
+    }
+
+    private func start(context: ChannelHandlerContext) {
+        guard timer == nil else { return }
+        lastRead = .now()
+        lastWrite = .now()
+        scheduleCheck(context: context)
+    }
+
+    private func stop() {
+        timer?.cancel()
+        timer = nil
+    }
+
+    /// One timer per connection, re-armed for whichever deadline comes first, rather than
+    /// one per direction: at 10,000 idle sessions every timer counts.
+    private func scheduleCheck(context: ChannelHandlerContext) {
+        var deadlines: [NIODeadline] = []
+        if let interval = configuration.whitespaceInterval { deadlines.append(lastWrite + interval) }
+        if let timeout = configuration.idleTimeout { deadlines.append(lastRead + timeout) }
+        guard let next = deadlines.min() else { return }
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(deadline: next) {
+            let (handler, context) = loopBound.value
+            handler.check(context: context)
+        }
+    }
+
+    private func check(context: ChannelHandlerContext) {
+        timer = nil
+        let now = NIODeadline.now()
+        if let timeout = configuration.idleTimeout, now >= lastRead + timeout, !timedOut {
+            timedOut = true
+            let seconds = timeout.nanoseconds / 1_000_000_000
+            context.fireErrorCaught(
+                StreamError(.connectionTimeout, text: "Nothing was received for \(seconds) seconds."))
+            return
+        }
+        if let interval = configuration.whitespaceInterval, now >= lastWrite + interval {
+            var space = context.channel.allocator.buffer(capacity: 1)
+            space.writeStaticString(" ")
+            write(context: context, data: wrapOutboundOut(space), promise: nil)
+            context.flush()
+        }
+        scheduleCheck(context: context)
+    }
+}

@@ -1,0 +1,81 @@
+import NIOCore
+import ParleyCore
+
+/// Turns the bytes of an XML stream into `XMLStreamEvent`s.
+///
+/// libxml2 buffers partial input itself, so this is a plain inbound handler that hands each
+/// `ByteBuffer` to the push parser rather than a `ByteToMessageDecoder`. A parse failure is
+/// passed on as a `StreamError` through `errorCaught`; the handler that owns the stream sends
+/// it to the peer and closes. Nothing more is read from a failed stream.
+public final class XMLStreamDecoder: ChannelDuplexHandler, RemovableChannelHandler {
+    public typealias InboundIn = ByteBuffer
+    public typealias InboundOut = XMLStreamEvent
+    public typealias OutboundIn = ByteBuffer
+    public typealias OutboundOut = ByteBuffer
+
+    /// Sent with `triggerUserOutboundEvent` by the handler that negotiates the stream, when a
+    /// new stream begins on the same connection (RFC 6120 §4.3.3).
+    public enum Restart: Sendable {
+        /// After SASL success: bytes after the element that ended the old stream belong to the
+        /// new one.
+        case afterSASL
+        /// After STARTTLS: bytes after `<starttls/>` or `<proceed/>` were sent in the clear
+        /// and must not be trusted as part of the encrypted stream; they are dropped.
+        case afterTLS
+    }
+
+    private let parser: XMLStreamParser
+    private var pendingRestart: Restart?
+    private var isFeeding = false
+    private var failed = false
+
+    public init(limits: XMLStreamParser.Limits = .init()) {
+        parser = XMLStreamParser(limits: limits)
+    }
+
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !failed else { return }
+        var buffer = unwrapInboundIn(data)
+        while buffer.readableBytes > 0, !failed {
+            let consumed = feed(buffer, context: context)
+            buffer.moveReaderIndex(forwardBy: consumed)
+            guard let restart = pendingRestart else { break }
+            pendingRestart = nil
+            parser.reset()
+            if case .afterTLS = restart { break }
+        }
+    }
+
+    public func triggerUserOutboundEvent(
+        context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?
+    ) {
+        guard let restart = event as? Restart else {
+            context.triggerUserOutboundEvent(event, promise: promise)
+            return
+        }
+        if isFeeding {
+            // Applied when the parser returns, so the bytes that follow go to the new stream.
+            pendingRestart = restart
+        } else {
+            parser.reset()
+        }
+        promise?.succeed(())
+    }
+
+    private func feed(_ buffer: ByteBuffer, context: ChannelHandlerContext) -> Int {
+        isFeeding = true
+        defer { isFeeding = false }
+        do {
+            return try buffer.withUnsafeReadableBytes { bytes throws(StreamError) in
+                try parser.feed(bytes) { event in
+                    context.fireChannelRead(self.wrapInboundOut(event))
+                    return self.pendingRestart == nil && !self.failed ? .continue : .stop
+                }
+            }
+        } catch {
+            failed = true
+            context.fireErrorCaught(error)
+            return buffer.readableBytes
+        }
+    }
+}
