@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let package = Package(
@@ -8,9 +8,19 @@ let package = Package(
         .library(name: "ParleyCore", targets: ["ParleyCore"]),
         .library(name: "ParleyStream", targets: ["ParleyStream"]),
         .library(name: "ParleyTLS", targets: ["ParleyTLS"]),
+        .library(name: "ParleyServer", targets: ["ParleyServer"]),
+        .executable(name: "parleyd", targets: ["parleyd"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: [.defaults, "YAML"]),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         .systemLibrary(
@@ -31,6 +41,33 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]),
         .target(
+            name: "ParleyStorage",
+            dependencies: [
+                "ParleyCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
+        .target(
+            name: "ParleyServer",
+            dependencies: [
+                "ParleyCore", "ParleyStream", "ParleyTLS", "ParleyStorage",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]),
+        .executableTarget(
+            name: "parleyd",
+            dependencies: [
+                "ParleyServer", "ParleyCore", "ParleyStorage",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
+        .target(
             name: "ParleyTestSupport",
             dependencies: ["ParleyCore", "CLibXML2"],
             path: "Tests/ParleyTestSupport"),
@@ -47,6 +84,14 @@ let package = Package(
             name: "ParleyStreamTests",
             dependencies: [
                 "ParleyStream", "ParleyCore", "ParleyTLS", "ParleyTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]),
+        .testTarget(
+            name: "ParleyServerTests",
+            dependencies: [
+                "ParleyServer", "ParleyStream", "ParleyCore", "ParleyTLS", "ParleyStorage", "ParleyTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
