@@ -1,0 +1,37 @@
+import Metrics
+import ParleyCore
+
+/// The server's metrics, created once so the hot path only increments. Exported by
+/// `/metrics` when a Prometheus factory is bootstrapped; no-ops otherwise.
+public struct ServerMetrics: Sendable {
+    let connectionsAccepted = Counter(label: "parley_connections_total")
+    let connectionsOpen = Gauge(label: "parley_connections_open")
+    let connectionsRefused = Counter(label: "parley_connections_refused_total")
+    let sessionsAuthenticated = Gauge(label: "parley_sessions_authenticated")
+    let authFailures = Counter(label: "parley_auth_failures_total")
+    let authSuccesses = Counter(label: "parley_auth_successes_total")
+    private let stanzasIn: [String: Counter]
+    private let stanzasOut: [String: Counter]
+    private let streamErrors: [StreamErrorCondition: Counter]
+
+    public init() {
+        var stanzasIn: [String: Counter] = [:]
+        var stanzasOut: [String: Counter] = [:]
+        for kind in ["message", "presence", "iq", "other"] {
+            stanzasIn[kind] = Counter(label: "parley_stanzas_in_total", dimensions: [("kind", kind)])
+            stanzasOut[kind] = Counter(label: "parley_stanzas_out_total", dimensions: [("kind", kind)])
+        }
+        self.stanzasIn = stanzasIn
+        self.stanzasOut = stanzasOut
+        var streamErrors: [StreamErrorCondition: Counter] = [:]
+        for condition in StreamErrorCondition.allCases {
+            streamErrors[condition] = Counter(
+                label: "parley_stream_errors_total", dimensions: [("condition", condition.rawValue)])
+        }
+        self.streamErrors = streamErrors
+    }
+
+    func stanzaIn(_ name: String) { (stanzasIn[name] ?? stanzasIn["other"])?.increment() }
+    func stanzaOut(_ name: String) { (stanzasOut[name] ?? stanzasOut["other"])?.increment() }
+    func streamError(_ condition: StreamErrorCondition) { streamErrors[condition]?.increment() }
+}

@@ -1,0 +1,66 @@
+import ParleyCore
+
+/// One XMPP concern of the server (disco, ping, registration, …). A module says what it
+/// handles by registering under exact keys; it never reaches into another module.
+public protocol ServerModule: Sendable {
+    func register(in registry: inout ModuleRegistry) throws(ModuleRegistry.Error)
+}
+
+/// Who an iq is addressed to, as far as dispatch is concerned.
+public enum IQTarget: Sendable, Hashable {
+    /// The server's own domain JID.
+    case server
+    /// The bare JID of a local account (the sender's own or another's), answered by the
+    /// server on the account's behalf.
+    case account
+}
+
+public struct IQKey: Sendable, Hashable, CustomStringConvertible {
+    public var kind: IQKind
+    public var name: String
+    public var namespace: String
+
+    public var description: String { "iq \(kind.rawValue) {\(namespace)}\(name)" }
+}
+
+/// The dispatch table built once at start-up from every module. Keys are exact: two modules
+/// claiming the same key is a programming error reported at start, never a silent override.
+/// What is registered is also what disco#info advertises.
+public struct ModuleRegistry: Sendable {
+    public enum Error: Swift.Error, Sendable, Hashable, CustomStringConvertible {
+        case duplicateHandler(IQTarget, String)
+        public var description: String {
+            switch self {
+            case .duplicateHandler(let target, let key): "two modules handle \(key) for \(target)"
+            }
+        }
+    }
+
+    private(set) var handlers: [IQTarget: [IQKey: IQHandler]] = [:]
+    private(set) var features: [IQTarget: Set<String>] = [:]
+
+    public init() {}
+
+    public mutating func handle(
+        _ kind: IQKind, _ name: String, namespace: String, for target: IQTarget = .server,
+        advertise: Bool = true, _ handler: @escaping IQHandler
+    ) throws(Error) {
+        let key = IQKey(kind: kind, name: name, namespace: namespace)
+        if handlers[target]?[key] != nil { throw .duplicateHandler(target, key.description) }
+        handlers[target, default: [:]][key] = handler
+        if advertise { features[target, default: []].insert(namespace) }
+    }
+
+    /// A feature that is not an iq namespace, such as `urn:xmpp:ping` answered by both sides.
+    public mutating func advertise(_ feature: String, for target: IQTarget = .server) {
+        features[target, default: []].insert(feature)
+    }
+
+    public func handler(for stanza: XMLElement, kind: IQKind, payload: XMLElement, target: IQTarget) -> IQHandler? {
+        handlers[target]?[IQKey(kind: kind, name: payload.name, namespace: payload.namespace ?? "")]
+    }
+
+    public func advertisedFeatures(for target: IQTarget) -> [String] {
+        (features[target] ?? []).sorted()
+    }
+}

@@ -1,0 +1,167 @@
+import Logging
+import ParleyCore
+
+/// Every routing rule for stanzas sent by local clients, in one place (RFC 6120 §10,
+/// RFC 6121 §8). Sessions hand over stanzas with `from` already stamped; the router decides
+/// whether the server answers, which sessions receive them, or which error goes back.
+public final class StanzaRouter: Sendable {
+    public let domain: JID
+    let sessions: SessionRegistry
+    let modules: ModuleRegistry
+    let logger: Logger
+
+    public init(
+        domain: JID, sessions: SessionRegistry, modules: ModuleRegistry, logger: Logger
+    ) {
+        self.domain = domain
+        self.sessions = sessions
+        self.modules = modules
+        self.logger = logger
+    }
+
+    /// Routes one stanza from a bound local session.
+    public func route(_ stanza: XMLElement, from sender: SessionHandle) {
+        let to: JID
+        if let address = stanza.to {
+            do {
+                to = try JID(address)
+            } catch {
+                return bounce(stanza, to: sender, StanzaError(.jidMalformed, text: "The 'to' address is not a valid JID: \(error)."))
+            }
+        } else {
+            // RFC 6120 §10.3: no 'to' means the sender's own account (for presence, §4.2 of
+            // RFC 6121 makes it a broadcast).
+            to = sender.jid.bare
+        }
+        guard to.domainpart == domain.domainpart else {
+            return bounce(
+                stanza, to: sender,
+                StanzaError(.remoteServerNotFound, text: "This server does not talk to other servers (\(to.domainpart))."))
+        }
+        switch stanza.name {
+        case "iq": routeIQ(stanza, to: to, from: sender)
+        case "message": routeMessage(stanza, to: to, from: sender)
+        default: routePresence(stanza, to: to, from: sender, hadAddress: stanza.to != nil)
+        }
+    }
+
+    // MARK: iq
+
+    private func routeIQ(_ stanza: XMLElement, to: JID, from sender: SessionHandle) {
+        let kind: IQKind
+        switch stanza.type {
+        case "get": kind = .get
+        case "set": kind = .set
+        case "result", "error":
+            // Replies go to the full JID that asked; replies to the server itself were
+            // consumed by the session (its own pings).
+            if to.isFull { sessions.session(to)?.deliver(stanza) }
+            return
+        default:
+            return bounce(stanza, to: sender, StanzaError(.badRequest, text: "An iq needs a type of get, set, result or error."))
+        }
+        guard stanza.id?.isEmpty == false else {
+            return bounce(stanza, to: sender, StanzaError(.badRequest, text: "An iq needs an id."))
+        }
+        let payloads = stanza.elements
+        guard payloads.count == 1, let payload = payloads.first else {
+            return bounce(stanza, to: sender, StanzaError(.badRequest, text: "An iq get or set carries exactly one child element."))
+        }
+        if to.isFull {
+            guard let target = sessions.session(to) else {
+                return bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
+            }
+            return target.deliver(stanza)
+        }
+        let target: IQTarget = to.isDomain ? .server : .account
+        guard let handler = modules.handler(for: stanza, kind: kind, payload: payload, target: target) else {
+            return bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
+        }
+        let request = IQRequest(stanza: stanza, payload: payload, from: sender.jid, to: to, kind: kind, session: sender)
+        let replyTo = sender
+        let domain = domain
+        handler(request, IQResponder(request: stanza) { reply in
+            var reply = reply
+            // Answers come from the address asked; a missing 'to' was the account itself.
+            if reply.from == nil { reply.from = to == replyTo.jid.bare ? to.description : domain.description }
+            replyTo.deliver(reply)
+        })
+    }
+
+    // MARK: message
+
+    private func routeMessage(_ stanza: XMLElement, to: JID, from sender: SessionHandle) {
+        let type = stanza.type ?? "normal"
+        if to.isDomain {
+            return bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
+        }
+        if to.isFull, let target = sessions.session(to) {
+            return target.deliver(stanza)
+        }
+        // RFC 6121 §8.5.3.2: a full JID with no such resource is treated as the bare JID,
+        // except for groupchat, which only makes sense for the exact resource.
+        if to.isFull, type == "groupchat" {
+            return bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
+        }
+        deliverToAccount(stanza, bare: to.bare, type: type, from: sender)
+    }
+
+    /// RFC 6121 §8.5.2: delivery to a bare JID of a local account.
+    private func deliverToAccount(_ stanza: XMLElement, bare: JID, type: String, from sender: SessionHandle) {
+        let available = sessions.sessions(of: bare).filter { $0.isAvailable && $0.priority >= 0 }
+        switch type {
+        case "error":
+            if let top = highestPriority(available).first { top.deliver(stanza) }
+            return
+        case "groupchat":
+            return bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
+        case "headline":
+            for session in available { session.deliver(stanza) }
+            return
+        default:
+            let targets = highestPriority(available)
+            if !targets.isEmpty {
+                for session in targets { session.deliver(stanza) }
+                return
+            }
+        }
+        // Nobody available: the error is the same whether or not the account exists, so the
+        // reply reveals nothing the RFC does not allow (§8.5.2.2.1, §8.5.1).
+        bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
+    }
+
+    private func highestPriority(_ sessions: [SessionHandle]) -> [SessionHandle] {
+        guard let top = sessions.map(\.priority).max() else { return [] }
+        return sessions.filter { $0.priority == top }
+    }
+
+    // MARK: presence
+
+    private func routePresence(_ stanza: XMLElement, to: JID, from sender: SessionHandle, hadAddress: Bool) {
+        if !hadAddress {
+            // Broadcast presence: the sender's own available resources see it (RFC 6121
+            // §4.2.2); contacts' subscriptions are the presence module's concern.
+            for session in sessions.sessions(of: sender.jid.bare) where session.isAvailable || session == sender {
+                session.deliver(stanza)
+            }
+            return
+        }
+        if to.isDomain { return }
+        if to.isFull {
+            sessions.session(to)?.deliver(stanza)
+            return
+        }
+        for session in sessions.sessions(of: to) where session.isAvailable {
+            session.deliver(stanza)
+        }
+    }
+
+    // MARK: errors
+
+    /// Returns an error to the sender, unless the stanza is itself an error (never answered).
+    func bounce(_ stanza: XMLElement, to sender: SessionHandle, _ error: StanzaError) {
+        guard var reply = stanza.errorReply(error) else { return }
+        if stanza.to == nil { reply.from = sender.jid.bare.description }
+        sender.deliver(reply)
+    }
+}

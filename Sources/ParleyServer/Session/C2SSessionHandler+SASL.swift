@@ -1,0 +1,190 @@
+import NIOCore
+import ParleyCore
+import ParleyStorage
+import ParleyStream
+
+/// SASL authentication (RFC 6120 §6) with SCRAM-SHA-256, SCRAM-SHA-1 and PLAIN, checked
+/// against stored SCRAM keys only.
+extension C2SSessionHandler {
+    func beginAuthentication(_ element: XMLElement) {
+        if let wait = server.authFailures.lockout(for: remoteAddress) {
+            let seconds = max(1, wait.nanoseconds / 1_000_000_000)
+            return fail(StreamError(.policyViolation, text: "Too many failed authentication attempts from your address; try again in \(seconds) seconds."))
+        }
+        let auth: SASLElement
+        do {
+            auth = try SASLElement(parsing: element)
+        } catch {
+            return send(error.element)
+        }
+        guard case .auth(let name, let initialResponse) = auth,
+            let mechanism = SASLMechanism(rawValue: name),
+            server.policy.mechanisms.contains(mechanism)
+        else {
+            return send(SASLFailure(.invalidMechanism, text: "Offered mechanisms: \(offeredMechanismList).").element)
+        }
+        guard server.policy.offeredMechanisms(secure: isSecure).contains(mechanism) else {
+            return send(SASLFailure(.encryptionRequired, text: "\(name) is only allowed over TLS.").element)
+        }
+        if let hash = mechanism.scramHash {
+            let scram = SCRAMServer(hash: hash)
+            guard let clientFirst = initialResponse, !clientFirst.isEmpty else {
+                phase = .authenticating(.scramAwaitingClientFirst(scram))
+                return send(SASLElement.challenge([]).element)
+            }
+            receiveSCRAMClientFirst(clientFirst, scram)
+        } else {
+            guard let message = initialResponse, !message.isEmpty else {
+                phase = .authenticating(.plainAwaitingResponse)
+                return send(SASLElement.challenge([]).element)
+            }
+            verifyPLAIN(message)
+        }
+    }
+
+    private var offeredMechanismList: String {
+        server.policy.offeredMechanisms(secure: isSecure).map(\.rawValue).joined(separator: ", ")
+    }
+
+    func continueAuthentication(_ exchange: SASLExchange, with element: XMLElement) {
+        let received: SASLElement
+        do {
+            received = try SASLElement(parsing: element)
+        } catch {
+            return authenticationFailed(error)
+        }
+        switch (exchange, received) {
+        case (_, .abort):
+            phase = .negotiating
+            send(SASLFailure(.aborted).element)
+        case (.scramAwaitingClientFirst(let scram), .response(let data)):
+            receiveSCRAMClientFirst(data, scram)
+        case (.scramAwaitingClientFinal(var scram, _), .response(let data)):
+            do {
+                let outcome = try scram.receiveClientFinal(data)
+                try checkAuthzid(outcome.authzid, username: outcome.username)
+                authenticationSucceeded(username: outcome.username, additionalData: outcome.serverFinal)
+            } catch {
+                authenticationFailed(error)
+            }
+        case (.plainAwaitingResponse, .response(let data)):
+            verifyPLAIN(data)
+        default:
+            authenticationFailed(SASLFailure(.malformedRequest, text: "<\(element.name)/> was not expected at this point of the exchange."))
+        }
+    }
+
+    private func receiveSCRAMClientFirst(_ message: [UInt8], _ scram: SCRAMServer) {
+        var scram = scram
+        let clientFirst: SCRAMServer.ClientFirst
+        let username: String
+        do {
+            clientFirst = try scram.receiveClientFirst(message)
+            username = try JID(localpart: clientFirst.username, domainpart: server.policy.domain.domainpart).localpart ?? ""
+        } catch let failure as SASLFailure {
+            return authenticationFailed(failure)
+        } catch {
+            return authenticationFailed(SASLFailure(.notAuthorized))
+        }
+        let accounts = server.accounts
+        suspend({ try await accounts.account(username: username) }) { [self] result in
+            do {
+                let challenge: [UInt8]
+                if case .success(let record?) = result,
+                    let credentials = AccountCredentials.credentials(for: scram.hash, in: record)
+                {
+                    challenge = try scram.serverFirst(credentials: credentials)
+                } else if case .failure(let error) = result {
+                    logger.error("account lookup failed", metadata: ["error": "\(error)"])
+                    return authenticationFailed(SASLFailure(.temporaryAuthFailure))
+                } else {
+                    // Unknown users get a stable fake salt and fail only at the end, exactly
+                    // like a wrong password.
+                    challenge = try scram.serverFirstForUnknownUser(serverSecret: server.unknownUserSecret)
+                }
+                phase = .authenticating(.scramAwaitingClientFinal(scram, username: username))
+                send(SASLElement.challenge(challenge).element)
+            } catch {
+                authenticationFailed(error)
+            }
+        }
+    }
+
+    private func verifyPLAIN(_ message: [UInt8]) {
+        let plain: PLAINMessage
+        let username: String
+        do {
+            plain = try PLAINMessage(parsing: message)
+            username = try JID(localpart: plain.authcid, domainpart: server.policy.domain.domainpart).localpart ?? ""
+            try checkAuthzid(plain.authzid, username: username)
+        } catch let failure as SASLFailure {
+            return authenticationFailed(failure)
+        } catch {
+            return authenticationFailed(SASLFailure(.notAuthorized))
+        }
+        let accounts = server.accounts
+        // PBKDF2 runs here, off the event loop, with the stored salt and iteration count.
+        suspend({ () async throws -> Bool in
+            guard let record = try await accounts.account(username: username),
+                let credentials = AccountCredentials.credentials(for: .sha256, in: record)
+                    ?? AccountCredentials.credentials(for: .sha1, in: record)
+            else { return false }
+            do {
+                try plain.verify(against: credentials)
+                return true
+            } catch {
+                return false
+            }
+        }) { [self] result in
+            switch result {
+            case .success(true): authenticationSucceeded(username: username, additionalData: nil)
+            case .success(false): authenticationFailed(SASLFailure(.notAuthorized))
+            case .failure: authenticationFailed(SASLFailure(.temporaryAuthFailure))
+            }
+        }
+    }
+
+    /// RFC 6120 §6.3.8: an authorization identity is allowed only if it names the account
+    /// that authenticated.
+    private func checkAuthzid(_ authzid: String?, username: String) throws(SASLFailure) {
+        guard let authzid, !authzid.isEmpty else { return }
+        let own = try? JID(localpart: username, domainpart: server.policy.domain.domainpart)
+        guard let requested = try? JID(authzid), requested == own else {
+            throw SASLFailure(.invalidAuthzid, text: "You may act only as yourself.")
+        }
+    }
+
+    private func authenticationSucceeded(username: String, additionalData: [UInt8]?) {
+        guard let context else { return }
+        server.authFailures.recordSuccess(for: remoteAddress)
+        server.metrics.authSuccesses.increment()
+        authenticatedUser = username
+        logger[metadataKey: "user"] = "\(username)"
+        phase = .authenticating(.done)
+        send(SASLElement.success(additionalData: additionalData).element)
+        // The client's next bytes start a new stream on the same connection (§6.4.6).
+        context.triggerUserOutboundEvent(XMLStreamDecoder.Restart.afterSASL, promise: nil)
+        phase = .awaitingHeader
+    }
+
+    private func authenticationFailed(_ error: Error) {
+        let failure = (error as? SASLFailure) ?? SASLFailure(.notAuthorized)
+        server.metrics.authFailures.increment()
+        phase = .negotiating
+        guard failure.condition == .notAuthorized || failure.condition == .malformedRequest,
+            let context
+        else {
+            return send(failure.element)
+        }
+        // Each failure from an address makes the next answer slower; the client waits for
+        // it before it may try again, so guessing gets expensive.
+        let delay = server.authFailures.recordFailure(for: remoteAddress)
+        logger.info("authentication failed", metadata: ["condition": "\(failure.condition.rawValue)"])
+        suspend({
+            try await Task.sleep(nanoseconds: UInt64(delay.nanoseconds))
+        }) { [self] _ in
+            _ = context
+            send(failure.element)
+        }
+    }
+}

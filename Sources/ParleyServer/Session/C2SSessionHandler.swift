@@ -1,0 +1,290 @@
+import Logging
+import NIOCore
+import ParleyCore
+import ParleyStream
+import ParleyTLS
+
+/// One client-to-server connection, from the first stream header to the close: the stream
+/// negotiation state machine of RFC 6120 (header → STARTTLS → SASL → restart → bind) and,
+/// once bound, the hand-over of every stanza to the router.
+///
+/// It lives at the tail of the pipeline: `[TLS] → keepalive → XML decoder → XML encoder →
+/// this`. All of its state is touched on its channel's event loop only. Storage and password
+/// hashing run elsewhere; while such work is in flight the session is `suspended` and
+/// queues what arrives, so events are always handled in order.
+final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = XMLStreamEvent
+    typealias OutboundOut = XMLStreamOutput
+
+    enum Phase {
+        /// Waiting for the client's stream header (first, or after a restart).
+        case awaitingHeader
+        /// Header answered with features; STARTTLS, SASL or registration may begin.
+        case negotiating
+        /// Inside a SASL exchange.
+        case authenticating(SASLExchange)
+        /// Authenticated, stream restarted, waiting for the bind request.
+        case awaitingBind
+        case bound(SessionHandle)
+        case closed
+    }
+
+    let server: ServerContext
+    let remoteAddress: String
+    let directTLS: Bool
+    var logger: Logger
+    var phase = Phase.awaitingHeader
+    var isSecure: Bool
+    /// The localpart that authenticated, once SASL succeeded.
+    var authenticatedUser: String?
+    var streamID = ""
+    var context: ChannelHandlerContext?
+    /// Why this connection was refused at accept time, sent once the header arrives.
+    var refusal: StreamError?
+    var admitted = false
+
+    private var suspendedEvents: [XMLStreamEvent] = []
+    private var isSuspended = false
+    private var unauthenticatedTimer: Scheduled<Void>?
+    var stanzaBucket: TokenBucket
+    var readPaused = false
+    private var flushScheduled = false
+    var pendingServerPings: Set<String> = []
+    var sessionStart = NIODeadline.now()
+
+    init(server: ServerContext, remoteAddress: String, directTLS: Bool) {
+        self.server = server
+        self.remoteAddress = remoteAddress
+        self.directTLS = directTLS
+        self.isSecure = directTLS
+        self.stanzaBucket = TokenBucket(rate: server.policy.stanzasPerSecond, burst: server.policy.stanzaBurst)
+        var logger = server.logger
+        logger[metadataKey: "peer"] = "\(remoteAddress)"
+        self.logger = logger
+    }
+
+    // MARK: Channel lifecycle
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if context.channel.isActive { start(context: context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        start(context: context)
+        context.fireChannelActive()
+    }
+
+    private func start(context: ChannelHandlerContext) {
+        guard !admitted, refusal == nil else { return }
+        server.metrics.connectionsAccepted.increment()
+        switch server.connectionLimiter.admit(address: remoteAddress) {
+        case .none:
+            admitted = true
+            server.metrics.connectionsOpen.increment()
+        case .tooManyFromAddress(let limit):
+            server.metrics.connectionsRefused.increment()
+            refusal = StreamError(.policyViolation, text: "Too many connections from your address (the limit is \(limit)).")
+        case .serverFull(let limit):
+            server.metrics.connectionsRefused.increment()
+            refusal = StreamError(.resourceConstraint, text: "The server has reached its limit of \(limit) connections.")
+        }
+        let timeout = refusal == nil ? server.policy.unauthenticatedTimeout : .seconds(5)
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        unauthenticatedTimer = context.eventLoop.scheduleTask(in: timeout) {
+            let handler = loopBound.value
+            if handler.refusal != nil {
+                handler.closeNow()
+            } else if case .bound = handler.phase {
+                return
+            } else {
+                handler.fail(StreamError(.connectionTimeout, text: "The session was not established within \(timeout.nanoseconds / 1_000_000_000) seconds."))
+            }
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        unauthenticatedTimer?.cancel()
+        if admitted {
+            admitted = false
+            server.connectionLimiter.release(address: remoteAddress)
+            server.metrics.connectionsOpen.decrement()
+        }
+        endSession(reason: "connection closed")
+        phase = .closed
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let event = unwrapInboundIn(data)
+        if isSuspended {
+            suspendedEvents.append(event)
+            // A client may pipeline a little while we look something up; more than this
+            // while we cannot answer is abuse.
+            if suspendedEvents.count > 64 {
+                fail(StreamError(.policyViolation, text: "Too many stanzas were sent while authentication was in progress."))
+            }
+            return
+        }
+        handle(event)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        context.flush()
+        context.fireChannelReadComplete()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .handshakeCompleted(let info)? = event as? TLSEvent {
+            isSecure = true
+            logger.debug("TLS established", metadata: ["tls": "\(info.protocolVersion) \(info.cipherSuite)"])
+        } else if event is StreamKeepaliveHandler.PeerIdle {
+            pingIdlePeer()
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        switch error {
+        case let streamError as StreamError:
+            fail(streamError)
+        case let tlsError as TLSError:
+            logger.info("TLS failed", metadata: ["error": "\(tlsError)"])
+            closeNow()
+        default:
+            logger.debug("connection error", metadata: ["error": "\(error)"])
+            closeNow()
+        }
+    }
+
+    // MARK: Event dispatch
+
+    private func handle(_ event: XMLStreamEvent) {
+        switch event {
+        case .streamOpened(let header):
+            receivedHeader(header)
+        case .streamClosed:
+            endSession(reason: "client closed the stream")
+            finish(with: .close)
+        case .stanza(let element):
+            receivedElement(element)
+        }
+    }
+
+    private func receivedElement(_ element: XMLElement) {
+        switch phase {
+        case .awaitingHeader, .closed:
+            // Only a stream header may come first; the parser reports anything else.
+            return
+        case .negotiating:
+            negotiate(element)
+        case .authenticating(let exchange):
+            continueAuthentication(exchange, with: element)
+        case .awaitingBind:
+            bindOrRefuse(element)
+        case .bound(let handle):
+            receivedStanza(element, from: handle)
+        }
+    }
+
+    /// Runs `work` off the event loop and hands its result back on it, holding every event
+    /// that arrives meanwhile so they are handled in order afterwards.
+    func suspend<Result: Sendable>(
+        _ work: @escaping @Sendable () async throws -> Result,
+        then resume: @escaping (Swift.Result<Result, Error>) -> Void
+    ) {
+        guard let context else { return }
+        isSuspended = true
+        let promise = context.eventLoop.makePromise(of: Result.self)
+        promise.completeWithTask(work)
+        let loopBound = NIOLoopBound((self, resume), eventLoop: context.eventLoop)
+        promise.futureResult.whenComplete { result in
+            let (handler, resume) = loopBound.value
+            handler.isSuspended = false
+            guard !handler.isClosed else { return }
+            resume(result)
+            handler.drainSuspendedEvents()
+        }
+    }
+
+    private func drainSuspendedEvents() {
+        while !isSuspended, !suspendedEvents.isEmpty, !isClosed {
+            handle(suspendedEvents.removeFirst())
+        }
+        context?.flush()
+    }
+
+    var isClosed: Bool {
+        if case .closed = phase { return true }
+        return false
+    }
+
+    // MARK: Output
+
+    func write(_ output: XMLStreamOutput) {
+        context?.write(wrapOutboundOut(output), promise: nil)
+    }
+
+    func send(_ element: XMLElement) {
+        server.metrics.stanzaOut(element.name)
+        write(.element(element))
+    }
+
+    /// Writes and flushes once per event-loop tick, however many deliveries arrive in it.
+    func sendSoon(_ element: XMLElement) {
+        send(element)
+        guard !flushScheduled, let context else { return }
+        flushScheduled = true
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let handler = loopBound.value
+            handler.flushScheduled = false
+            handler.context?.flush()
+        }
+    }
+
+    /// Sends a stream error and closes (RFC 6120 §4.9.1.1); for a stream with no header yet
+    /// the encoder opens one first.
+    func fail(_ error: StreamError) {
+        guard !isClosed else { return }
+        server.metrics.streamError(error.condition)
+        logger.info("stream error", metadata: ["condition": "\(error.condition.rawValue)", "text": "\(error.text ?? "")"])
+        if case .awaitingHeader = phase, streamID.isEmpty {
+            write(.open(StreamOpening(from: server.policy.domain.description, id: makeStreamID())))
+        }
+        endSession(reason: error.description)
+        finish(with: .error(error))
+    }
+
+    /// Writes the last thing this side says on the stream, then closes once it is out.
+    private func finish(with output: XMLStreamOutput) {
+        guard let context else { return }
+        phase = .closed
+        unauthenticatedTimer?.cancel()
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(output)).whenComplete { _ in
+            channel.close(promise: nil)
+        }
+    }
+
+    func closeNow() {
+        phase = .closed
+        context?.close(promise: nil)
+    }
+
+    func makeStreamID() -> String {
+        let bytes = (try? SecureRandom.bytes(12)) ?? []
+        return bytes.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+    }
+
+    func cancelUnauthenticatedTimer() {
+        unauthenticatedTimer?.cancel()
+        unauthenticatedTimer = nil
+    }
+}
+
+extension String {
+    func leftPadded(to length: Int) -> String {
+        count >= length ? self : String(repeating: "0", count: length - count) + self
+    }
+}

@@ -1,0 +1,47 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import ParleyCore
+import ParleyStorage
+import ParleyTLS
+
+/// Everything a client session shares with the rest of the server, built once at start-up.
+public final class ServerContext: Sendable {
+    public let policy: C2SPolicy
+    public let sessions: SessionRegistry
+    public let router: StanzaRouter
+    public let accounts: any AccountStore
+    public let tls: TLSContext?
+    public let connectionLimiter: ConnectionLimiter
+    public let authFailures: AuthFailureLimiter
+    public let metrics: ServerMetrics
+    public let logger: Logger
+    /// Keys the fake SCRAM salts of unknown users, so they are stable across attempts
+    /// (a changing salt would reveal that the user does not exist). Random per process.
+    let unknownUserSecret: [UInt8]
+    private let nextSessionID = NIOLockedValueBox<UInt64>(0)
+
+    public init(
+        policy: C2SPolicy, sessions: SessionRegistry, router: StanzaRouter, accounts: any AccountStore,
+        tls: TLSContext?, connectionLimiter: ConnectionLimiter, authFailures: AuthFailureLimiter,
+        metrics: ServerMetrics, logger: Logger
+    ) throws {
+        self.policy = policy
+        self.sessions = sessions
+        self.router = router
+        self.accounts = accounts
+        self.tls = tls
+        self.connectionLimiter = connectionLimiter
+        self.authFailures = authFailures
+        self.metrics = metrics
+        self.logger = logger
+        self.unknownUserSecret = try SecureRandom.bytes(32)
+    }
+
+    func makeSessionID() -> UInt64 {
+        nextSessionID.withLockedValue {
+            $0 += 1
+            return $0
+        }
+    }
+}
