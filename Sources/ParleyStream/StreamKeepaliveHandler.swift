@@ -4,7 +4,8 @@ import ParleyCore
 /// Keeps an XML stream alive and notices when it died: writes a single space (RFC 6120
 /// §4.6.1) when nothing was sent for `whitespaceInterval`, and reports
 /// `StreamError(.connectionTimeout)` through `errorCaught` when nothing at all arrived for
-/// `idleTimeout`. It sits on the plaintext byte side of the pipeline, below the XML decoder,
+/// `idleTimeout`. Before that, after `pingAfter` of silence, it fires `PeerIdle` once so the
+/// protocol layer can ask the peer for a sign of life (an XEP-0199 ping). It sits on the plaintext byte side of the pipeline, below the XML decoder,
 /// so whitespace the peer sends counts as life too.
 public final class StreamKeepaliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
     public typealias InboundIn = ByteBuffer
@@ -15,20 +16,30 @@ public final class StreamKeepaliveHandler: ChannelDuplexHandler, RemovableChanne
     public struct Configuration: Sendable {
         /// Send whitespace after this long without writing; nil never sends any.
         public var whitespaceInterval: TimeAmount?
+        /// Report `PeerIdle` after this long without reading; nil never does.
+        public var pingAfter: TimeAmount?
         /// Give up on a peer silent for this long; nil never does.
         public var idleTimeout: TimeAmount?
 
-        public init(whitespaceInterval: TimeAmount? = .seconds(60), idleTimeout: TimeAmount? = .seconds(300)) {
+        public init(
+            whitespaceInterval: TimeAmount? = .seconds(60), pingAfter: TimeAmount? = .seconds(120),
+            idleTimeout: TimeAmount? = .seconds(300)
+        ) {
             self.whitespaceInterval = whitespaceInterval
+            self.pingAfter = pingAfter
             self.idleTimeout = idleTimeout
         }
     }
+
+    /// Fired inbound once per silent spell, after `pingAfter`.
+    public struct PeerIdle: Sendable {}
 
     private let configuration: Configuration
     private var lastRead = NIODeadline.now()
     private var lastWrite = NIODeadline.now()
     private var timer: Scheduled<Void>?
     private var timedOut = false
+    private var idleReported = false
 
     public init(configuration: Configuration) {
         self.configuration = configuration
@@ -54,6 +65,7 @@ public final class StreamKeepaliveHandler: ChannelDuplexHandler, RemovableChanne
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         lastRead = .now()
+        idleReported = false
         context.fireChannelRead(data)
     }
 
@@ -80,6 +92,7 @@ public final class StreamKeepaliveHandler: ChannelDuplexHandler, RemovableChanne
         var deadlines: [NIODeadline] = []
         if let interval = configuration.whitespaceInterval { deadlines.append(lastWrite + interval) }
         if let timeout = configuration.idleTimeout { deadlines.append(lastRead + timeout) }
+        if let pingAfter = configuration.pingAfter, !idleReported { deadlines.append(lastRead + pingAfter) }
         guard let next = deadlines.min() else { return }
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         timer = context.eventLoop.scheduleTask(deadline: next) {
@@ -97,6 +110,10 @@ public final class StreamKeepaliveHandler: ChannelDuplexHandler, RemovableChanne
             context.fireErrorCaught(
                 StreamError(.connectionTimeout, text: "Nothing was received for \(seconds) seconds."))
             return
+        }
+        if let pingAfter = configuration.pingAfter, !idleReported, now >= lastRead + pingAfter {
+            idleReported = true
+            context.fireUserInboundEventTriggered(PeerIdle())
         }
         if let interval = configuration.whitespaceInterval, now >= lastWrite + interval {
             var space = context.channel.allocator.buffer(capacity: 1)

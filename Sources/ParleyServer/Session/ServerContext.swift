@@ -11,6 +11,7 @@ public final class ServerContext: Sendable {
     public let sessions: SessionRegistry
     public let router: StanzaRouter
     public let accounts: any AccountStore
+    public let registration: RegistrationModule?
     public let tls: TLSContext?
     public let connectionLimiter: ConnectionLimiter
     public let authFailures: AuthFailureLimiter
@@ -23,13 +24,14 @@ public final class ServerContext: Sendable {
 
     public init(
         policy: C2SPolicy, sessions: SessionRegistry, router: StanzaRouter, accounts: any AccountStore,
-        tls: TLSContext?, connectionLimiter: ConnectionLimiter, authFailures: AuthFailureLimiter,
+        registration: RegistrationModule?, tls: TLSContext?, connectionLimiter: ConnectionLimiter, authFailures: AuthFailureLimiter,
         metrics: ServerMetrics, logger: Logger
     ) throws {
         self.policy = policy
         self.sessions = sessions
         self.router = router
         self.accounts = accounts
+        self.registration = registration
         self.tls = tls
         self.connectionLimiter = connectionLimiter
         self.authFailures = authFailures

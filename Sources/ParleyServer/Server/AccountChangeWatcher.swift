@@ -1,0 +1,50 @@
+import Logging
+import ParleyCore
+import ParleyStorage
+
+/// Ends the sessions of accounts that were removed, or whose password an administrator
+/// changed, including by `parleyd deluser`/`passwd` run from another process on the same
+/// database: the change feed is the only channel between the two.
+struct AccountChangeWatcher: Sendable {
+    let feed: any AccountChangeFeed
+    let sessions: SessionRegistry
+    let domain: JID
+    let logger: Logger
+    let interval: Duration
+
+    func run() async {
+        var last: Int64
+        do {
+            last = try await feed.latestChangeID()
+        } catch {
+            logger.error("cannot read the account change feed; removed accounts stay online until they disconnect", metadata: ["error": "\(error)"])
+            return
+        }
+        while !Task.isCancelled {
+            try? await Task.sleep(for: interval)
+            guard let changes = try? await feed.changes(after: last) else { continue }
+            for change in changes {
+                last = max(last, change.id)
+                apply(change)
+            }
+        }
+    }
+
+    private func apply(_ change: AccountChange) {
+        guard let bare = try? JID(localpart: change.username, domainpart: domain.domainpart) else { return }
+        let error: StreamError
+        switch change.kind {
+        case .deleted:
+            error = StreamError(.notAuthorized, text: "Your account was removed.")
+        case .passwordChanged where change.origin == .admin:
+            error = StreamError(.notAuthorized, text: "Your password was changed by an administrator; sign in again.")
+        case .passwordChanged:
+            return
+        }
+        let online = sessions.sessions(of: bare)
+        if !online.isEmpty {
+            logger.info("ending sessions after account change", metadata: ["jid": "\(bare)", "change": "\(change.kind.rawValue)"])
+        }
+        for session in online { session.terminate(error) }
+    }
+}

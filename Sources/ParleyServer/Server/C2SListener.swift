@@ -1,0 +1,58 @@
+import NIOCore
+import NIOPosix
+import ParleyCore
+import ParleyStream
+import ParleyTLS
+
+/// Accepts client connections on one address and port, with STARTTLS offered in-stream or,
+/// for XEP-0368 direct TLS, TLS from the first byte.
+struct C2SListener {
+    struct Settings: Sendable {
+        var host: String
+        var port: Int
+        var directTLS: Bool
+        var parserLimits: XMLStreamParser.Limits
+        var keepalive: StreamKeepaliveHandler.Configuration
+    }
+
+    static func bind(_ settings: Settings, server: ServerContext, group: any EventLoopGroup) async throws -> any Channel {
+        if settings.directTLS, server.tls == nil {
+            throw ListenerError.directTLSWithoutCertificate
+        }
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 1024)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.socketOption(.so_keepalive), value: 1)
+            .childChannelOption(.maxMessagesPerRead, value: 4)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try installPipeline(on: channel, settings: settings, server: server)
+                }
+            }
+        return try await bootstrap.bind(host: settings.host, port: settings.port).get()
+    }
+
+    static func installPipeline(on channel: any Channel, settings: Settings, server: ServerContext) throws {
+        let remote = channel.remoteAddress?.ipAddress ?? "unknown"
+        let pipeline = channel.pipeline.syncOperations
+        if settings.directTLS, let tls = server.tls {
+            try pipeline.addHandler(TLSHandler(context: tls))
+        }
+        try pipeline.addHandler(StreamKeepaliveHandler(configuration: settings.keepalive))
+        try pipeline.addHandler(XMLStreamDecoder(limits: settings.parserLimits))
+        try pipeline.addHandler(
+            XMLStreamEncoder(fallbackOpening: StreamOpening(from: server.policy.domain.description)))
+        try pipeline.addHandler(C2SSessionHandler(server: server, remoteAddress: remote, directTLS: settings.directTLS))
+    }
+}
+
+enum ListenerError: Error, CustomStringConvertible {
+    case directTLSWithoutCertificate
+
+    var description: String {
+        switch self {
+        case .directTLSWithoutCertificate: "direct TLS needs a certificate, and none is configured"
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import NIOCore
+import ParleyCore
+
+/// What a bound session does with each stanza its client sends: check it is a stanza,
+/// shape the rate, stamp `from`, keep the session's presence state, and hand it to the router.
+extension C2SSessionHandler {
+    func receivedStanza(_ element: XMLElement, from handle: SessionHandle) {
+        guard element.isStanza, element.namespace == XMLNamespace.client else {
+            return fail(StreamError(.unsupportedStanzaType, text: "<\(element.name)/> in '\(element.namespace ?? "")' is not a stanza."))
+        }
+        server.metrics.stanzaIn(element.name)
+        shapeRate()
+        var stanza = element
+        // RFC 6120 §8.1.2.1: the server stamps the full JID of the session, whatever the
+        // client wrote (or left out).
+        stanza.from = handle.jid.description
+        if consumedBySession(stanza, handle: handle) { return }
+        server.router.route(stanza, from: handle)
+    }
+
+    /// Stanzas the session answers itself: the legacy session iq, replies to the server's own
+    /// pings, and the session's presence state (kept before routing so the broadcast sees it).
+    private func consumedBySession(_ stanza: XMLElement, handle: SessionHandle) -> Bool {
+        switch stanza.name {
+        case "iq":
+            let toServer = stanza.to == nil || stanza.to == server.policy.domain.description
+            if stanza.type == "set", toServer, stanza.elements.count == 1,
+                stanza.firstChild("session", namespace: XMLNamespace.session) != nil
+            {
+                var reply = stanza.iqResult()
+                reply.to = nil
+                if stanza.to == nil { reply.from = nil }
+                send(reply)
+                return true
+            }
+            if stanza.type == "result" || stanza.type == "error", toServer || stanza.to == handle.jid.bare.description,
+                let id = stanza.id, pendingServerPings.remove(id) != nil
+            {
+                return true
+            }
+            return false
+        case "presence":
+            if stanza.to == nil {
+                switch stanza.type {
+                case nil:
+                    let priority = stanza.firstChild("priority").flatMap { Int8($0.text.trimmingCharacters(in: .whitespaces)) } ?? 0
+                    handle.setPresence(available: true, priority: priority)
+                case "unavailable":
+                    handle.setPresence(available: false, priority: 0)
+                default:
+                    break
+                }
+            }
+            return false
+        default:
+            return false
+        }
+    }
+
+    /// Stops reading from the socket while the client is over its stanza rate; TCP then
+    /// slows the client down and nothing it sent is dropped.
+    private func shapeRate() {
+        guard !readPaused, let pause = stanzaBucket.take(), let context else { return }
+        readPaused = true
+        let channel = context.channel
+        _ = channel.setOption(ChannelOptions.autoRead, value: false)
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(in: pause) {
+            loopBound.value.readPaused = false
+            _ = channel.setOption(ChannelOptions.autoRead, value: true)
+        }
+    }
+
+    /// XEP-0199 from the server: a bound client that has been silent gets a ping; the idle
+    /// timeout closes the stream if even that goes unanswered.
+    func pingIdlePeer() {
+        guard case .bound(let handle) = phase else { return }
+        let id = "ping-" + makeStreamID().prefix(8)
+        pendingServerPings.insert(id)
+        var ping = XMLElement(
+            "iq", namespace: XMLNamespace.client,
+            ["from": server.policy.domain.description, "to": handle.jid.description, "type": "get", "id": id])
+        ping.append(XMLElement("ping", namespace: PingModule.namespace))
+        sendSoon(ping)
+    }
+}
