@@ -1,0 +1,189 @@
+import CLibXML2
+
+/// An incremental XMPP stream parser: bytes in, `XMLStreamEvent`s out, in any chunking.
+///
+/// A libxml2 SAX2 push parser underneath builds each depth-1 element (a stanza, or a
+/// stream-level element such as `<starttls/>`) into an `XMLElement` tree and reports it the
+/// moment its last `>` arrives. DTDs, entity declarations and references other than the five
+/// predefined ones, comments and processing instructions are refused (RFC 6120 §11.1), which
+/// also makes it safe against XXE and entity expansion. Stanza size, nesting depth and the size
+/// of the stream header are capped (`Limits`).
+///
+/// Not thread-safe: use one parser per stream, on one thread. A `handle` closure must not call
+/// back into the parser that is calling it.
+public final class XMLStreamParser {
+    public struct Limits: Sendable {
+        /// The most bytes one stanza may span, from the end of the previous one (or of the
+        /// stream header) to its own last `>`; whitespace keepalives in between do not count.
+        public var maxStanzaBytes: Int = 262_144
+        /// The deepest element allowed, counting the root as 0 and a stanza as 1.
+        public var maxDepth: Int = 32
+        /// The most bytes before the end of the root start tag (XML declaration included).
+        public var maxHeaderBytes: Int = 16_384
+
+        public init(maxStanzaBytes: Int = 262_144, maxDepth: Int = 32) {
+            self.maxStanzaBytes = maxStanzaBytes
+            self.maxDepth = maxDepth
+        }
+    }
+
+    public enum Next {
+        case `continue`, stop
+    }
+
+    /// When the names seen reach these sizes, the libxml2 context (and so its dictionary, which
+    /// only grows) is replaced at the next stanza boundary. Honest peers never get near this.
+    static let dictionaryRecycleBytes = 512 * 1024
+    static let dictionaryRecycleNames = 32_768
+    /// The most bytes handed to libxml2 in one call, so the size limits are checked often.
+    static let maxSlice = 64 * 1024
+
+    private let state: UnsafeMutablePointer<XMLStreamParserState>
+
+    public init(limits: Limits = .init()) {
+        state = .allocate(capacity: 1)
+        state.initialize(to: XMLStreamParserState(limits: limits))
+        state.pointee.context = XMLStreamParserContext.make(for: state)
+    }
+
+    deinit {
+        if let context = state.pointee.context { xmlFreeParserCtxt(context) }
+        state.deinitialize(count: 1)
+        state.deallocate()
+    }
+
+    /// Feeds bytes; calls `handle` for each event in order. If `handle` returns `.stop` the
+    /// parser stops right after that event and returns the number of bytes of `bytes` consumed
+    /// up to and including that event's last byte, so the caller can `reset()` and feed the rest
+    /// to the next stream layer. Otherwise returns `bytes.count`.
+    ///
+    /// Throws a `StreamError` on any violation; after a throw (or a stop) the parser is dead
+    /// until `reset()`.
+    @discardableResult
+    public func feed(
+        _ bytes: UnsafeRawBufferPointer, _ handle: (XMLStreamEvent) -> Next
+    ) throws(StreamError) -> Int {
+        let state = self.state
+        if let failure = state.pointee.failure { throw failure }
+        if state.pointee.stopPosition != nil { throw XMLStreamParserErrors.fedAfterStop }
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return 0 }
+        let result: Result<Int, StreamError> = withoutActuallyEscaping(handle) { handle in
+            state.pointee.sink = handle
+            defer { state.pointee.sink = nil }
+            return Result { () throws(StreamError) -> Int in try parse(base, bytes.count) }
+        }
+        return try result.get()
+    }
+
+    /// Feeds bytes and returns the events they completed.
+    public func feed(_ bytes: [UInt8]) throws(StreamError) -> [XMLStreamEvent] {
+        var events: [XMLStreamEvent] = []
+        let result = bytes.withUnsafeBytes { raw in
+            Result { () throws(StreamError) -> Int in
+                try feed(raw) { event in
+                    events.append(event)
+                    return .continue
+                }
+            }
+        }
+        _ = try result.get()
+        return events
+    }
+
+    /// Starts a new stream on the same object, for the restarts after STARTTLS and SASL.
+    public func reset() {
+        let hadFailure = state.pointee.failure != nil
+        state.pointee.resetDocument()
+        if hadFailure || state.pointee.names.bytes > Self.dictionaryRecycleBytes / 2 {
+            replaceContext()
+        } else {
+            XMLStreamParserContext.reset(state.pointee.context.unsafelyUnwrapped, state: state)
+        }
+    }
+
+    // MARK: Feeding
+
+    private func parse(_ base: UnsafeRawPointer, _ count: Int) throws(StreamError) -> Int {
+        let state = self.state
+        let callStart = state.pointee.fedTotal
+        var offset = 0
+        while offset < count {
+            let length = min(count - offset, Self.maxSlice)
+            state.pointee.sliceStart = state.pointee.fedTotal
+            state.pointee.fedTotal += length
+            let status = xmlParseChunk(
+                state.pointee.context, (base + offset).assumingMemoryBound(to: CChar.self), Int32(length), 0)
+            if let failure = state.pointee.failure { throw failure }
+            if let stop = state.pointee.stopPosition {
+                return min(max(stop - callStart, 0), count)
+            }
+            if let recycle = state.pointee.recyclePosition {
+                offset += recycle - state.pointee.sliceStart
+                try replaceContext(midStreamAt: recycle)
+                continue
+            }
+            if status != 0 {
+                throw fail(XMLStreamParserErrors.libxml2(code: status, message: nil))
+            }
+            offset += length
+            try checkUnfinishedSizes()
+        }
+        return count
+    }
+
+    /// Bytes that gave no callback yet (a huge start tag or text node still arriving) count too.
+    private func checkUnfinishedSizes() throws(StreamError) {
+        let state = self.state
+        let limits = state.pointee.limits
+        if state.pointee.header == nil {
+            if state.pointee.fedTotal > limits.maxHeaderBytes {
+                throw fail(XMLStreamParserErrors.headerTooLarge(limits.maxHeaderBytes))
+            }
+        } else if !state.pointee.rootClosed,
+            state.pointee.fedTotal - state.pointee.boundary > limits.maxStanzaBytes
+        {
+            throw fail(XMLStreamParserErrors.stanzaTooLarge(limits.maxStanzaBytes))
+        }
+    }
+
+    private func fail(_ error: StreamError) -> StreamError {
+        state.pointee.fail(error)
+        return state.pointee.failure ?? error
+    }
+
+    // MARK: Replacing the libxml2 context
+
+    private func replaceContext() {
+        if let context = state.pointee.context { xmlFreeParserCtxt(context) }
+        state.pointee.context = nil
+        state.pointee.names.removeAll()
+        state.pointee.context = XMLStreamParserContext.make(for: state)
+    }
+
+    /// Swaps in a fresh context (and dictionary) between two stanzas, and replays the root's
+    /// namespace declarations to it so the rest of the stream parses as before.
+    private func replaceContext(midStreamAt position: Int) throws(StreamError) {
+        let state = self.state
+        guard let header = state.pointee.header else { return }
+        state.pointee.recyclePosition = nil
+        replaceContext()
+        var replay: [UInt8] = []
+        XMLSerializer.writeOpenTag(
+            prefixedName: header.prefix.map { "\($0):\(header.name)" } ?? header.name,
+            declarations: header.namespaceDeclarations.sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
+            attributes: [], to: &replay)
+        state.pointee.depth = 0
+        state.pointee.positionOffset = 0
+        state.pointee.replayingHeader = true
+        let status = replay.withUnsafeBufferPointer {
+            $0.withMemoryRebound(to: CChar.self) { xmlParseChunk(state.pointee.context, $0.baseAddress, Int32($0.count), 0) }
+        }
+        guard status == 0, state.pointee.failure == nil, !state.pointee.replayingHeader, state.pointee.depth == 1 else {
+            throw fail(
+                StreamError(.internalServerError, text: "The XML parser could not renew its context mid-stream."))
+        }
+        state.pointee.positionOffset = position - replay.count
+        state.pointee.boundary = position
+        state.pointee.fedTotal = position
+    }
+}

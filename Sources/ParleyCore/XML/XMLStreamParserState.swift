@@ -1,0 +1,300 @@
+import CLibXML2
+
+/// Everything the SAX callbacks of one `XMLStreamParser` work on.
+///
+/// It lives in a heap block the parser allocates once (`UnsafeMutablePointer`), which libxml2
+/// hands back to each callback as its user data: no class, so no reference counting and no
+/// exclusivity checks on the hot path. All positions are byte offsets from the start of the
+/// current stream (the last `reset()`), counted in the peer's bytes.
+struct XMLStreamParserState {
+    /// An element of the current stanza whose end tag has not arrived yet.
+    struct Frame {
+        var name: String
+        var namespace: String?
+        var attributes: [XMLAttribute]
+        var children: [XMLNode]
+    }
+
+    let limits: XMLStreamParser.Limits
+    var context: xmlParserCtxtPtr?
+
+    // MARK: Positions
+
+    /// Added to libxml2's own position: non-zero after the context was replaced mid-stream.
+    var positionOffset = 0
+    /// Bytes of this stream handed to libxml2 so far.
+    var fedTotal = 0
+    /// `fedTotal` before the slice being parsed now.
+    var sliceStart = 0
+    /// Where the current stanza began: the end of the root start tag or of the last stanza.
+    var boundary = 0
+
+    // MARK: Document state
+
+    /// Open elements, the root included.
+    var depth = 0
+    var frames: [Frame] = []
+    var pendingText: [UInt8] = []
+    var names = XMLNameInterner()
+    var header: XMLStreamHeader?
+    var rootClosed = false
+    /// The next root start tag is the replayed header of a replaced context: no event.
+    var replayingHeader = false
+
+    // MARK: Control
+
+    /// Where events go during `feed`.
+    var sink: ((XMLStreamEvent) -> XMLStreamParser.Next)?
+    var failure: StreamError?
+    /// Set when the sink asked to stop: the position just after that event.
+    var stopPosition: Int?
+    /// Set when the context should be replaced at this stanza boundary (its dictionary grew).
+    var recyclePosition: Int?
+
+    init(limits: XMLStreamParser.Limits) {
+        self.limits = limits
+        frames.reserveCapacity(limits.maxDepth + 1)
+        pendingText.reserveCapacity(1024)
+    }
+
+    /// Forgets the document, keeping the buffers' capacity.
+    mutating func resetDocument() {
+        positionOffset = 0
+        fedTotal = 0
+        sliceStart = 0
+        boundary = 0
+        depth = 0
+        frames.removeAll(keepingCapacity: true)
+        pendingText.removeAll(keepingCapacity: true)
+        header = nil
+        rootClosed = false
+        replayingHeader = false
+        failure = nil
+        stopPosition = nil
+        recyclePosition = nil
+    }
+
+    /// The current parse position in the stream, in bytes.
+    @inline(__always)
+    func position() -> Int {
+        let input = context.unsafelyUnwrapped.pointee.input.unsafelyUnwrapped
+        return positionOffset + Int(input.pointee.consumed)
+            + (input.pointee.cur.unsafelyUnwrapped - input.pointee.base.unsafelyUnwrapped)
+    }
+
+    /// Records the first violation and stops libxml2 at once.
+    mutating func fail(_ error: StreamError) {
+        if failure == nil { failure = error }
+        if let context { xmlStopParser(context) }
+    }
+
+    /// Whether callbacks should do nothing (an error happened or the sink stopped the parser).
+    @inline(__always)
+    var isHalted: Bool { failure != nil || stopPosition != nil || recyclePosition != nil }
+
+    /// Hands an event to the sink; stops libxml2 if the sink says so. `end` is the position just
+    /// after the event's last byte.
+    @inline(__always)
+    mutating func emit(_ event: XMLStreamEvent, end: Int) {
+        if sink.unsafelyUnwrapped(event) == .stop {
+            stopPosition = end
+            xmlStopParser(context)
+        }
+    }
+
+    // MARK: Document events
+
+    mutating func startDocument() {
+        guard !isHalted, let context else { return }
+        if let version = context.pointee.version, xmlStrEqual(version, "1.0") == 0 {
+            return fail(XMLStreamParserErrors.xmlVersion(String(cString: version)))
+        }
+        let input = context.pointee.input
+        for declared in [context.pointee.encoding, input?.pointee.encoding] {
+            guard let declared else { continue }
+            if xmlStrcasecmp(declared, "UTF-8") != 0, xmlStrcasecmp(declared, "UTF8") != 0 {
+                return fail(XMLStreamParserErrors.encoding(String(cString: declared)))
+            }
+        }
+        if input?.pointee.buf?.pointee.encoder != nil {
+            return fail(XMLStreamParserErrors.encoding(nil))
+        }
+    }
+
+    mutating func startElement(
+        _ localName: UnsafePointer<xmlChar>, _ prefix: UnsafePointer<xmlChar>?,
+        _ uri: UnsafePointer<xmlChar>?, _ namespaceCount: Int,
+        _ namespaces: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?, _ attributeCount: Int,
+        _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
+    ) {
+        guard !isHalted else { return }
+        let level = depth
+        if level == 0 {
+            return openStream(localName, prefix, uri, namespaceCount, namespaces, attributeCount, attributes)
+        }
+        if level > limits.maxDepth { return fail(XMLStreamParserErrors.tooDeep(limits.maxDepth)) }
+        if position() - boundary > limits.maxStanzaBytes {
+            return fail(XMLStreamParserErrors.stanzaTooLarge(limits.maxStanzaBytes))
+        }
+        if level > 1 {
+            flushText(into: frames.count - 1)
+        }
+        // Declarations on inner elements are not kept (every name is resolved), but what they
+        // add to libxml2's dictionary is counted.
+        if namespaceCount > 0, let namespaces {
+            for index in 0..<(namespaceCount * 2) {
+                if let name = namespaces[index] { _ = names.string(for: name) }
+            }
+        }
+        frames.append(
+            Frame(
+                name: names.string(for: localName),
+                namespace: uri.map { names.string(for: $0) },
+                attributes: makeAttributes(attributeCount, attributes),
+                children: []))
+        depth = level + 1
+    }
+
+    mutating func endElement() {
+        guard !isHalted else { return }
+        depth -= 1
+        let level = depth
+        if level == 0 {
+            if replayingHeader { return }
+            rootClosed = true
+            return emit(.streamClosed, end: position())
+        }
+        var frame = frames.removeLast()
+        if !pendingText.isEmpty {
+            frame.children.append(.text(String(decoding: pendingText, as: UTF8.self)))
+            pendingText.removeAll(keepingCapacity: true)
+        }
+        var element = XMLElement(frame.name, attributes: frame.attributes, children: frame.children)
+        element.namespace = frame.namespace
+        if level > 1 {
+            frames[frames.count - 1].children.append(.element(element))
+            return
+        }
+        let end = position()
+        if end - boundary > limits.maxStanzaBytes {
+            return fail(XMLStreamParserErrors.stanzaTooLarge(limits.maxStanzaBytes))
+        }
+        boundary = end
+        emit(.stanza(element), end: end)
+        if stopPosition == nil, end >= sliceStart,
+            names.bytes > XMLStreamParser.dictionaryRecycleBytes
+                || names.count > XMLStreamParser.dictionaryRecycleNames
+        {
+            recyclePosition = end
+            xmlStopParser(context)
+        }
+    }
+
+    mutating func characters(_ bytes: UnsafePointer<xmlChar>, _ count: Int) {
+        guard !isHalted else { return }
+        if depth > 1 {
+            if position() - boundary > limits.maxStanzaBytes {
+                return fail(XMLStreamParserErrors.stanzaTooLarge(limits.maxStanzaBytes))
+            }
+            pendingText.append(contentsOf: UnsafeBufferPointer(start: bytes, count: count))
+            return
+        }
+        // Between stanzas: only whitespace (keepalives), which ends the previous stanza's span.
+        for index in 0..<count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: continue
+            default: return fail(XMLStreamParserErrors.textBetweenStanzas)
+            }
+        }
+        boundary = max(boundary, position())
+    }
+
+    /// The root start tag: checks it and reports the header.
+    private mutating func openStream(
+        _ localName: UnsafePointer<xmlChar>, _ prefix: UnsafePointer<xmlChar>?,
+        _ uri: UnsafePointer<xmlChar>?, _ namespaceCount: Int,
+        _ namespaces: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?, _ attributeCount: Int,
+        _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
+    ) {
+        if replayingHeader {
+            replayingHeader = false
+            depth = 1
+            return
+        }
+        // libxml2 reports a start tag before it consumes its closing `>` or `/>`.
+        let next = context.unsafelyUnwrapped.pointee.input.unsafelyUnwrapped.pointee.cur.unsafelyUnwrapped
+        let end = position() + (next[0] == UInt8(ascii: "/") ? 2 : 1)
+        if end > limits.maxHeaderBytes { return fail(XMLStreamParserErrors.headerTooLarge(limits.maxHeaderBytes)) }
+        let namespace = uri.map { names.string(for: $0) }
+        guard namespace == XMLNamespace.streams else { return fail(XMLStreamParserErrors.rootNamespace(namespace)) }
+        let name = names.string(for: localName)
+        guard name == "stream" else { return fail(XMLStreamParserErrors.rootName(name)) }
+        var declarations: [String: String] = [:]
+        if let namespaces {
+            for index in 0..<namespaceCount {
+                let declaredPrefix = namespaces[index * 2].map { names.string(for: $0) } ?? ""
+                declarations[declaredPrefix] = namespaces[index * 2 + 1].map { names.string(for: $0) } ?? ""
+            }
+        }
+        let opened = XMLStreamHeader(
+            name: name, namespace: XMLNamespace.streams, prefix: prefix.map { names.string(for: $0) },
+            attributes: makeAttributes(attributeCount, attributes), namespaceDeclarations: declarations)
+        header = opened
+        depth = 1
+        boundary = end
+        emit(.streamOpened(opened), end: end)
+    }
+
+    // MARK: Helpers
+
+    private mutating func flushText(into frameIndex: Int) {
+        guard !pendingText.isEmpty else { return }
+        frames[frameIndex].children.append(.text(String(decoding: pendingText, as: UTF8.self)))
+        pendingText.removeAll(keepingCapacity: true)
+    }
+
+    /// SAX2 passes five pointers per attribute: local name, prefix, URI, value start, value end.
+    @inline(__always)
+    private mutating func makeAttributes(
+        _ count: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
+    ) -> [XMLAttribute] {
+        guard count > 0, let attributes else { return [] }
+        var result: [XMLAttribute] = []
+        result.reserveCapacity(count)
+        for index in 0..<count {
+            let fields = attributes + index * 5
+            let name = names.string(for: fields[0].unsafelyUnwrapped)
+            let namespace = fields[2].map { names.string(for: $0) }
+            let start = fields[3].unsafelyUnwrapped
+            let value = Self.attributeValue(start, fields[4].unsafelyUnwrapped - start)
+            result.append(XMLAttribute(name, value, namespace: namespace))
+        }
+        return result
+    }
+
+    /// An attribute value as a String. Without entity substitution, libxml2 hands every `&`
+    /// in an attribute value over as the character reference `&#38;` (all other references are
+    /// already replaced), so that is the one sequence to decode.
+    @inline(__always)
+    static func attributeValue(_ start: UnsafePointer<xmlChar>, _ count: Int) -> String {
+        let bytes = UnsafeBufferPointer(start: start, count: count)
+        guard bytes.contains(UInt8(ascii: "&")) else { return String(decoding: bytes, as: UTF8.self) }
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(count)
+        var index = 0
+        while index < count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "&"), index + 4 < count, bytes[index + 1] == UInt8(ascii: "#"),
+                bytes[index + 2] == UInt8(ascii: "3"), bytes[index + 3] == UInt8(ascii: "8"),
+                bytes[index + 4] == UInt8(ascii: ";")
+            {
+                decoded.append(byte)
+                index += 5
+            } else {
+                decoded.append(byte)
+                index += 1
+            }
+        }
+        return String(decoding: decoded, as: UTF8.self)
+    }
+}
