@@ -1,3 +1,5 @@
+import COpenSSL
+
 /// Where PEM material comes from. Files are read when the context is built, so a server can
 /// be pointed at paths that a certificate renewal job replaces (rebuild the context to reload).
 public enum PEMSource: Sendable, Equatable {
@@ -42,15 +44,19 @@ public struct TLSServerConfiguration: Sendable {
     public var alpnProtocols: [String]
     /// TLS 1.2 is the floor (RFC 9325); TLS 1.3 is preferred when both sides have it.
     public var minimumVersion: TLSVersion
+    /// nil: the newest OpenSSL supports. Capping exists for tests and interop debugging.
+    public var maximumVersion: TLSVersion?
 
     public init(
         certificateChain: PEMSource, privateKey: PEMSource,
-        alpnProtocols: [String] = ["xmpp-client"], minimumVersion: TLSVersion = .tls12
+        alpnProtocols: [String] = ["xmpp-client"], minimumVersion: TLSVersion = .tls12,
+        maximumVersion: TLSVersion? = nil
     ) {
         self.certificateChain = certificateChain
         self.privateKey = privateKey
         self.alpnProtocols = alpnProtocols
         self.minimumVersion = minimumVersion
+        self.maximumVersion = maximumVersion
     }
 }
 
@@ -61,18 +67,28 @@ public struct TLSClientConfiguration: Sendable {
     /// Offered in this order; empty means no ALPN extension (STARTTLS does not use ALPN).
     public var alpnProtocols: [String]
     public var minimumVersion: TLSVersion
+    /// nil: the newest OpenSSL supports. Capping exists for tests and interop debugging.
+    public var maximumVersion: TLSVersion?
 
     public init(
         trust: TLSTrust = .systemDefault, alpnProtocols: [String] = [],
-        minimumVersion: TLSVersion = .tls12
+        minimumVersion: TLSVersion = .tls12, maximumVersion: TLSVersion? = nil
     ) {
         self.trust = trust
         self.alpnProtocols = alpnProtocols
         self.minimumVersion = minimumVersion
+        self.maximumVersion = maximumVersion
     }
 }
 
 public enum TLSVersion: Sendable, Equatable {
     case tls12
     case tls13
+
+    var openSSLValue: Int32 {
+        switch self {
+        case .tls12: return TLS1_2_VERSION
+        case .tls13: return TLS1_3_VERSION
+        }
+    }
 }

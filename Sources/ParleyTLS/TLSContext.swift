@@ -18,7 +18,7 @@ public final class TLSContext: @unchecked Sendable {
 
     public convenience init(server configuration: TLSServerConfiguration) throws {
         try self.init(
-            role: .server, minimumVersion: configuration.minimumVersion,
+            role: .server, versions: (configuration.minimumVersion, configuration.maximumVersion),
             serverALPN: configuration.alpnProtocols.map { Array($0.utf8) }, pinnedDigest: nil)
         try loadIdentity(chain: configuration.certificateChain, key: configuration.privateKey)
         _ = try ALPN.wireFormat(configuration.alpnProtocols)  // validates the names
@@ -34,7 +34,8 @@ public final class TLSContext: @unchecked Sendable {
             pinned = try Self.digest(of: certificate)
         }
         try self.init(
-            role: .client, minimumVersion: configuration.minimumVersion, serverALPN: [],
+            role: .client, versions: (configuration.minimumVersion, configuration.maximumVersion),
+            serverALPN: [],
             pinnedDigest: pinned)
         try loadTrust(configuration.trust)
         if !configuration.alpnProtocols.isEmpty {
@@ -52,7 +53,8 @@ public final class TLSContext: @unchecked Sendable {
     }
 
     private init(
-        role: Role, minimumVersion: TLSVersion, serverALPN: [[UInt8]], pinnedDigest: [UInt8]?
+        role: Role, versions: (minimum: TLSVersion, maximum: TLSVersion?), serverALPN: [[UInt8]],
+        pinnedDigest: [UInt8]?
     ) throws {
         OpenSSLErrorQueue.clear()
         let method = role == .server ? TLS_server_method() : TLS_client_method()
@@ -64,9 +66,10 @@ public final class TLSContext: @unchecked Sendable {
         self.serverALPN = serverALPN
         self.pinnedDigest = pinnedDigest
 
-        let version = minimumVersion == .tls13 ? TLS1_3_VERSION : TLS1_2_VERSION
-        guard parley_SSL_CTX_set_min_proto_version(context, version) == 1 else {
-            throw TLSError.configuration("cannot set minimum TLS version: \(OpenSSLErrorQueue.drain())")
+        guard parley_SSL_CTX_set_min_proto_version(context, versions.minimum.openSSLValue) == 1,
+            parley_SSL_CTX_set_max_proto_version(context, versions.maximum?.openSSLValue ?? 0) == 1
+        else {
+            throw TLSError.configuration("cannot set TLS versions: \(OpenSSLErrorQueue.drain())")
         }
         // Compression enables CRIME-style attacks; renegotiation is a DoS lever and never needed
         // by XMPP. Session tickets stay on: reconnecting mobile clients resume cheaply.
