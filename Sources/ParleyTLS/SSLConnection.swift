@@ -129,11 +129,13 @@ final class SSLConnection {
         return result == 1 ? .complete : classify(result, ssl: ssl, duringHandshake: true)
     }
 
-    /// Decrypts at most one record's worth into `buffer`; `.complete` means bytes were added.
+    /// Decrypts at most one record's worth, appending to `buffer`; `.complete` means bytes
+    /// were added.
     func read(into buffer: inout ByteBuffer) -> Outcome {
         guard let ssl else { return .failed(.closed) }
         OpenSSLErrorQueue.clear()
         var result: Int32 = 0
+        // 16 KB is the largest TLS record's plaintext, so one record always fits.
         buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 16 * 1024) { bytes in
             result = SSL_read(ssl, bytes.baseAddress, Int32(min(bytes.count, Int(Int32.max))))
             return result > 0 ? Int(result) : 0

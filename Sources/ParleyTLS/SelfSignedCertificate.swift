@@ -42,9 +42,13 @@ public struct SelfSignedCertificate: Sendable {
             X509_gmtime_adj(X509_getm_notAfter(certificate), validityDays * 86_400) != nil ? 1 : 0,
             "notAfter")
         let name = X509_get_subject_name(certificate)
-        try check(
-            X509_NAME_add_entry_by_txt(name, "CN", Int32(PARLEY_MBSTRING_ASC), domain, -1, -1, 0),
-            "subject CN")
+        // X.520 caps CN at 64 characters; the SAN alone names longer domains, and clients
+        // have matched on the SAN only for years.
+        if domain.utf8.count <= 64 {
+            try check(
+                X509_NAME_add_entry_by_txt(name, "CN", Int32(PARLEY_MBSTRING_ASC), domain, -1, -1, 0),
+                "subject CN")
+        }
         try check(X509_set_issuer_name(certificate, name), "issuer")
         try check(X509_set_pubkey(certificate, key), "public key")
 

@@ -236,24 +236,22 @@ public final class TLSHandler: ChannelDuplexHandler {
 
     /// Decrypts everything available before telling the pipeline anything, so that a handler
     /// reacting to the data (closing, removing us) cannot pull the SSL out from under the loop.
+    /// One channelRead of ciphertext yields at most one buffer of plaintext: fewer, larger
+    /// reads for the XML parser, and the size stays bounded by what the socket delivered.
     private func readPlaintext(context: ChannelHandlerContext) {
         guard let connection else { return }
-        var received: [ByteBuffer] = []
+        var plaintext = context.channel.allocator.buffer(capacity: 0)
         var outcome: SSLConnection.Outcome
         while true {
-            var buffer = context.channel.allocator.buffer(capacity: 16 * 1024)
-            outcome = connection.read(into: &buffer)
+            outcome = connection.read(into: &plaintext)
             guard case .complete = outcome else { break }
-            received.append(buffer)
         }
         flushOutput(context: context)  // post-handshake messages (tickets, key updates)
 
         // After our own close_notify we no longer deliver data.
-        if state == .active {
-            for buffer in received {
-                context.fireChannelRead(wrapInboundOut(buffer))
-                guard state == .active else { return }
-            }
+        if state == .active, plaintext.readableBytes > 0 {
+            context.fireChannelRead(wrapInboundOut(plaintext))
+            guard state == .active else { return }
         }
         switch outcome {
         case .complete, .incomplete:
@@ -266,7 +264,8 @@ public final class TLSHandler: ChannelDuplexHandler {
     }
 
     private func encrypt(_ buffer: ByteBuffer, promise: EventLoopPromise<Void>?, context: ChannelHandlerContext) {
-        guard let connection else {
+        // A held write may come after a failure that happened while earlier ones were sent.
+        guard state == .active, let connection else {
             promise?.fail(TLSError.closed)
             return
         }

@@ -110,12 +110,23 @@ import Testing
         }
     }
 
-    private static func parse(_ pem: String) -> OpaquePointer? {
+    static func parse(_ pem: String) -> OpaquePointer? {
         var bytes = Array(pem.utf8)
         return bytes.withUnsafeMutableBytes { raw in
             guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
             defer { BIO_free(bio) }
             return PEM_read_bio_X509(bio, nil, nil, nil)
         }
+    }
+}
+
+extension SelfSignedCertificateTests {
+    @Test func longDomainGetsSubjectAltNameOnly() throws {
+        let domain = String(repeating: "a", count: 60) + ".example.test"
+        let generated = try SelfSignedCertificate.generate(domain: domain, includeWildcard: false)
+        let certificate = try #require(Self.parse(generated.certificatePEM))
+        defer { X509_free(certificate) }
+        #expect(X509_check_host(certificate, domain, 0, 0, nil) == 1)
+        #expect(X509_check_host(certificate, "x." + domain, 0, 0, nil) == 0)
     }
 }
