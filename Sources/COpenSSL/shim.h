@@ -61,4 +61,15 @@ static const long PARLEY_SSL_MODE_RELEASE_BUFFERS = SSL_MODE_RELEASE_BUFFERS;
 static const long PARLEY_SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER = SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER;
 static const long PARLEY_SSL_MODE_ENABLE_PARTIAL_WRITE = SSL_MODE_ENABLE_PARTIAL_WRITE;
 
+/* TLS */
+/* Macros used by ParleyTLS (chain certificates from memory, RFC 9266 channel-binding checks). */
+static inline long parley_SSL_CTX_add0_chain_cert(SSL_CTX *ctx, X509 *x509) {
+    return SSL_CTX_add0_chain_cert(ctx, x509);
+}
+static inline long parley_SSL_get_extms_support(SSL *ssl) { return SSL_get_extms_support(ssl); }
+static inline int parley_SSL_set_app_data(SSL *ssl, void *data) { return SSL_set_app_data(ssl, data); }
+static inline void *parley_SSL_get_app_data(const SSL *ssl) { return SSL_get_app_data(ssl); }
+static const unsigned long PARLEY_MBSTRING_ASC = MBSTRING_ASC;
+/* end TLS */
+
 #endif
