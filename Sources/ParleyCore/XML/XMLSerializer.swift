@@ -170,7 +170,7 @@ public enum XMLSerializer {
                 default: continue
                 }
                 if runStart < index {
-                    sink.writeUTF8(UnsafeRawBufferPointer(rebasing: utf8[runStart..<index]))
+                    sink.writeUTF8(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: utf8[runStart..<index])))
                 }
                 if let replacement, replacement.utf8CodeUnitCount > 0 {
                     sink.writeUTF8(UnsafeRawBufferPointer(start: replacement.utf8Start, count: replacement.utf8CodeUnitCount))
@@ -178,7 +178,7 @@ public enum XMLSerializer {
                 runStart = index + 1
             }
             if runStart < utf8.count {
-                sink.writeUTF8(UnsafeRawBufferPointer(rebasing: utf8[runStart..<utf8.count]))
+                sink.writeUTF8(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count])))
             }
         }
     }
