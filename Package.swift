@@ -90,6 +90,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]),
+        .testTarget(name: "ParleyStorageTests", dependencies: ["ParleyStorage", "ParleyCore"]),
         .testTarget(
             name: "ParleyServerTests",
             dependencies: [

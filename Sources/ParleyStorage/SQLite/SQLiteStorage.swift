@@ -1,0 +1,76 @@
+import Foundation
+import GRDB
+
+/// The embedded storage backend: one SQLite file, opened through a GRDB `DatabasePool`.
+///
+/// The pool runs in WAL mode, so readers never wait for the writer. Several processes may
+/// open the same file at once (the server, and `parleyd adduser` while it runs): SQLite
+/// serialises their writes, and the busy timeout makes a writer wait for the lock instead of
+/// failing with `SQLITE_BUSY`. All queries run on GRDB's own dispatch queues, never on the
+/// caller's thread.
+public final class SQLiteStorage: Sendable {
+    public struct Options: Sendable {
+        /// How long a write waits for another connection or process to release the lock.
+        public var busyTimeout: TimeInterval
+        /// Concurrent read connections.
+        public var maximumReaderCount: Int
+
+        public init(busyTimeout: TimeInterval = 10, maximumReaderCount: Int = 5) {
+            self.busyTimeout = busyTimeout
+            self.maximumReaderCount = maximumReaderCount
+        }
+    }
+
+    /// The database file.
+    public let path: String
+    let pool: DatabasePool
+
+    /// Opens the database at `path`, creating it and its directory if needed, and brings its
+    /// schema up to date.
+    ///
+    /// This blocks while it opens and migrates: call it at start-up, not on an event loop.
+    public init(path: String, options: Options = Options()) throws {
+        self.path = path
+        try Self.createFileIfNeeded(at: path)
+
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(options.busyTimeout)
+        configuration.foreignKeysEnabled = true
+        configuration.maximumReaderCount = options.maximumReaderCount
+        configuration.prepareDatabase { db in
+            // In WAL mode NORMAL can lose the last commits on power loss; a message that was
+            // acknowledged to its sender must survive that, so every commit is synced.
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        pool = try DatabasePool(path: path, configuration: configuration)
+
+        let migrator = SQLiteMigrations.migrator
+        // A file written by a newer parleyd has tables this one does not know how to keep
+        // consistent; refuse it rather than half-work on it.
+        if try pool.read(migrator.hasBeenSuperseded) {
+            throw StorageError.unusableDatabase(
+                "\(path) was created by a newer version of Parley; refusing to open it")
+        }
+        try migrator.migrate(pool)
+    }
+
+    /// Creates the file owner-only (SQLite would use the umask, typically world-readable),
+    /// so the SCRAM keys are not readable by other users. The WAL and shared-memory files
+    /// that SQLite creates next to it copy this mode.
+    private static func createFileIfNeeded(at path: String) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
+        }
+        // O_EXCL: another process may be creating the same file right now; whoever loses
+        // simply opens the winner's file.
+        let fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+        if fd >= 0 {
+            close(fd)
+        } else if errno != EEXIST {
+            throw StorageError.unusableDatabase("cannot create \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+}

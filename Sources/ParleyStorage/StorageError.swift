@@ -1,0 +1,21 @@
+/// The failures a caller is expected to handle. Anything else a backend throws (I/O, a corrupt
+/// file, a lost connection) is an internal error the caller logs and reports as such.
+public enum StorageError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// `createAccount` for a username that is taken.
+    case accountExists(username: String)
+    /// An update for a username that does not exist (any more: an admin may just have deleted it).
+    case accountNotFound(username: String)
+    /// The caller passed something storage refuses to write, e.g. two keys for one hash.
+    case invalidArgument(String)
+    /// The database cannot be opened or used at all: not creatable, or from a newer version.
+    case unusableDatabase(String)
+
+    public var description: String {
+        switch self {
+        case .accountExists(let username): "account '\(username)' already exists"
+        case .accountNotFound(let username): "account '\(username)' does not exist"
+        case .invalidArgument(let reason): "invalid argument: \(reason)"
+        case .unusableDatabase(let reason): reason
+        }
+    }
+}

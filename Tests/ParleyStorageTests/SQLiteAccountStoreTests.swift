@@ -1,0 +1,82 @@
+import Foundation
+import ParleyStorage
+import Testing
+
+@Suite struct SQLiteAccountStoreTests {
+    static func keys(_ hashName: String, seed: UInt8) -> StoredSCRAMKeys {
+        StoredSCRAMKeys(
+            hashName: hashName, salt: [seed, 0, 0xFF], iterations: 4096,
+            storedKey: Array(repeating: seed &+ 1, count: 32), serverKey: Array(repeating: seed &+ 2, count: 32))
+    }
+
+    @Test func createGetUpdateDeleteList() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let storage = try SQLiteStorage(path: directory.file("parley.sqlite"))
+
+        let before = Date()
+        try await storage.createAccount(
+            username: "juliet", keys: [Self.keys("SHA-256", seed: 1), Self.keys("SHA-1", seed: 2)])
+        try await storage.createAccount(username: "benvolio", keys: [Self.keys("SHA-256", seed: 3)])
+
+        let juliet = try #require(try await storage.account(username: "juliet"))
+        #expect(juliet.username == "juliet")
+        // Ordered by hash name, bytes exactly as written.
+        #expect(juliet.keys == [Self.keys("SHA-1", seed: 2), Self.keys("SHA-256", seed: 1)])
+        #expect(juliet.keys(for: "SHA-256") == Self.keys("SHA-256", seed: 1))
+        #expect(abs(juliet.createdAt.timeIntervalSince(before)) < 5)
+        #expect(try await storage.account(username: "romeo") == nil)
+        #expect(try await storage.account(username: "Juliet") == nil, "usernames compare exactly")
+
+        try await storage.updateKeys(username: "juliet", keys: [Self.keys("SHA-256", seed: 9)], origin: .inband)
+        #expect(try await storage.account(username: "juliet")?.keys == [Self.keys("SHA-256", seed: 9)])
+
+        #expect(try await storage.usernames() == ["benvolio", "juliet"])
+        #expect(try await storage.accountCount() == 2)
+
+        #expect(try await storage.deleteAccount(username: "juliet", origin: .admin))
+        #expect(try await storage.account(username: "juliet") == nil)
+        #expect(try await storage.deleteAccount(username: "juliet", origin: .admin) == false)
+        #expect(try await storage.usernames() == ["benvolio"])
+        #expect(try await storage.accountCount() == 1)
+    }
+
+    @Test func duplicateCreateFailsWithAccountExists() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let storage = try SQLiteStorage(path: directory.file("parley.sqlite"))
+        try await storage.createAccount(username: "juliet", keys: [Self.keys("SHA-256", seed: 1)])
+
+        await #expect(throws: StorageError.accountExists(username: "juliet")) {
+            try await storage.createAccount(username: "juliet", keys: [Self.keys("SHA-256", seed: 2)])
+        }
+        // The failed attempt changed nothing.
+        #expect(try await storage.account(username: "juliet")?.keys == [Self.keys("SHA-256", seed: 1)])
+    }
+
+    @Test func updatingAMissingAccountFailsWithAccountNotFound() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let storage = try SQLiteStorage(path: directory.file("parley.sqlite"))
+
+        await #expect(throws: StorageError.accountNotFound(username: "romeo")) {
+            try await storage.updateKeys(username: "romeo", keys: [Self.keys("SHA-256", seed: 1)], origin: .admin)
+        }
+        #expect(try await storage.changes(after: 0).isEmpty)
+    }
+
+    @Test func refusesKeysItCannotStoreConsistently() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let storage = try SQLiteStorage(path: directory.file("parley.sqlite"))
+
+        await #expect(throws: StorageError.self) {
+            try await storage.createAccount(username: "juliet", keys: [])
+        }
+        await #expect(throws: StorageError.self) {
+            try await storage.createAccount(
+                username: "juliet", keys: [Self.keys("SHA-256", seed: 1), Self.keys("SHA-256", seed: 2)])
+        }
+        #expect(try await storage.accountCount() == 0)
+    }
+}
