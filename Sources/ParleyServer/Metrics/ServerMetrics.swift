@@ -5,9 +5,9 @@ import ParleyCore
 /// `/metrics` when a Prometheus factory is bootstrapped; no-ops otherwise.
 public struct ServerMetrics: Sendable {
     let connectionsAccepted = Counter(label: "parley_connections_total")
-    let connectionsOpen = Gauge(label: "parley_connections_open")
+    let connectionsOpen = Meter(label: "parley_connections_open")
     let connectionsRefused = Counter(label: "parley_connections_refused_total")
-    let sessionsAuthenticated = Gauge(label: "parley_sessions_authenticated")
+    let sessionsAuthenticated = Meter(label: "parley_sessions_authenticated")
     let authFailures = Counter(label: "parley_auth_failures_total")
     let authSuccesses = Counter(label: "parley_auth_successes_total")
     private let stanzasIn: [String: Counter]

@@ -19,7 +19,7 @@ public final class DiscoModule: ServerModule {
             try registry.handle(.get, "query", namespace: Self.infoNamespace, for: target) { [self] request, responder in
                 answerInfo(request, target: target, responder)
             }
-            try registry.handle(.get, "query", namespace: Self.itemsNamespace, for: target) { request, responder in
+            try registry.handle(.get, "query", namespace: Self.itemsNamespace, for: target) { [self] request, responder in
                 answerItems(request, responder)
             }
         }

@@ -15,7 +15,9 @@ struct C2SListener {
         var keepalive: StreamKeepaliveHandler.Configuration
     }
 
-    static func bind(_ settings: Settings, server: ServerContext, group: any EventLoopGroup) async throws -> any Channel {
+    static func bind(
+        _ settings: Settings, server: ServerContext, group: any EventLoopGroup, tracker: ConnectionTracker
+    ) async throws -> any Channel {
         if settings.directTLS, server.tls == nil {
             throw ListenerError.directTLSWithoutCertificate
         }
@@ -26,7 +28,8 @@ struct C2SListener {
             .childChannelOption(.socketOption(.so_keepalive), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 4)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                tracker.track(channel)
+                return channel.eventLoop.makeCompletedFuture {
                     try installPipeline(on: channel, settings: settings, server: server)
                 }
             }

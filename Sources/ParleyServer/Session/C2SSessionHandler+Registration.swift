@@ -16,8 +16,13 @@ extension C2SSessionHandler {
             reply.to = nil
             send(reply)
         case "set":
-            suspend({ () async throws(StanzaError) -> Void in
-                try await registration.createAccount(from: query)
+            // Untyped throws on purpose: the typed-throws thunk crashes Swift 6.3.1's SIL passes.
+            suspend({ () async throws -> Void in
+                do {
+                    try await registration.createAccount(from: query)
+                } catch {
+                    throw error as Error
+                }
             }) { [self] result in
                 switch result {
                 case .success:

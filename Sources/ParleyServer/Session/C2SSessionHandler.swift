@@ -140,6 +140,8 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
             logger.debug("TLS established", metadata: ["tls": "\(info.protocolVersion) \(info.cipherSuite)"])
         } else if event is StreamKeepaliveHandler.PeerIdle {
             pingIdlePeer()
+        } else if event is ServerShutdownEvent {
+            fail(StreamError(.systemShutdown, text: "The server is shutting down."))
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -265,6 +267,8 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
         context.writeAndFlush(wrapOutboundOut(output)).whenComplete { _ in
             channel.close(promise: nil)
         }
+        // A peer that stopped reading must not keep a finished session alive.
+        context.eventLoop.scheduleTask(in: .seconds(3)) { channel.close(promise: nil) }
     }
 
     func closeNow() {

@@ -1,0 +1,43 @@
+# Parley: `make run` starts parleyd on its embedded defaults; `make test` runs every test.
+SWIFT ?= swift
+CONFIG ?= conf/parleyd.yaml
+FUZZ_SECONDS ?= 600
+
+.PHONY: run test bench fuzz deps build release adduser clean
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	$(SWIFT) build --product parleyd
+
+release: deps
+	$(SWIFT) build -c release --product parleyd
+
+run: build
+	.build/debug/parleyd run --config $(CONFIG)
+
+# Create an account for `make run`'s server: make adduser USER=alice
+adduser: build
+	.build/debug/parleyd adduser --config $(CONFIG) $(USER)
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+	$(SWIFT) build --product parleyd
+	python3 -m pytest -q Tests/Interop
+
+bench: deps
+	$(SWIFT) build -c release --product ParleyBench
+	$(SWIFT) build -c release --product parleyd
+	.build/release/ParleyBench parser
+
+fuzz: deps
+	$(SWIFT) build -c release --product ParleyFuzz --scratch-path .build-fuzz \
+		-Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING -Xswiftc -parse-as-library
+	mkdir -p .build-fuzz/corpus
+	.build-fuzz/release/ParleyFuzz -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+		.build-fuzz/corpus fuzz/corpus
+
+clean:
+	rm -rf .build .build-fuzz

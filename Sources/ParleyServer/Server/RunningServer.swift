@@ -1,0 +1,206 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import ParleyCore
+import ParleyStorage
+import ParleyStream
+import ParleyTLS
+import Prometheus
+
+/// A started server: its listeners, its shared state, and the way to stop it. Tests start
+/// one directly (port 0) and read the ports it got.
+public final class RunningServer: Sendable {
+    public let configuration: ServerConfiguration
+    /// Where clients can connect: STARTTLS listeners, then direct TLS ones.
+    public let c2sAddresses: [SocketAddress]
+    public let directTLSAddresses: [SocketAddress]
+    public let metricsAddress: SocketAddress?
+    /// SHA-256 fingerprint of the certificate the server presents.
+    public let certificateFingerprint: String?
+    public let certificatePath: String
+    public let context: ServerContext
+    public let storage: SQLiteStorage
+
+    private let listeners: [any Channel]
+    private let tracker: ConnectionTracker
+    private let background: NIOLockedValueBox<[Task<Void, Never>]>
+    private let stopped: EventLoopPromise<Void>
+    private let isStopping = NIOLockedValueBox(false)
+    private let logger: Logger
+
+    public var c2sPort: Int { c2sAddresses.first?.port ?? 0 }
+    public var directTLSPort: Int { directTLSAddresses.first?.port ?? 0 }
+
+    private init(
+        configuration: ServerConfiguration, c2sAddresses: [SocketAddress], directTLSAddresses: [SocketAddress],
+        metricsAddress: SocketAddress?, certificateFingerprint: String?, certificatePath: String, context: ServerContext,
+        storage: SQLiteStorage, listeners: [any Channel], tracker: ConnectionTracker, background: [Task<Void, Never>],
+        stopped: EventLoopPromise<Void>, logger: Logger
+    ) {
+        self.configuration = configuration
+        self.c2sAddresses = c2sAddresses
+        self.directTLSAddresses = directTLSAddresses
+        self.metricsAddress = metricsAddress
+        self.certificateFingerprint = certificateFingerprint
+        self.certificatePath = certificatePath
+        self.context = context
+        self.storage = storage
+        self.listeners = listeners
+        self.tracker = tracker
+        self.background = NIOLockedValueBox(background)
+        self.stopped = stopped
+        self.logger = logger
+    }
+
+    public static func start(
+        configuration: ServerConfiguration, logger: Logger,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        prometheus: PrometheusCollectorRegistry? = nil
+    ) async throws -> RunningServer {
+        let domain = try JID(configuration.domain)
+        try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+
+        let certificatePath = configuration.tlsCertificatePath
+        let keyPath = configuration.tlsKeyPath
+        let fingerprint: String
+        if configuration.tls.certificate == nil, configuration.tls.key == nil {
+            try FileManager.default.createDirectory(
+                atPath: (certificatePath as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            fingerprint = try SelfSignedCertificate.createIfMissing(
+                certificatePath: certificatePath, privateKeyPath: keyPath, domain: domain.domainpart)
+        } else {
+            fingerprint = try CertificateFingerprint.sha256(pemFile: certificatePath)
+        }
+        let tls = try TLSContext(server: TLSServerConfiguration(certificateChain: .file(certificatePath), privateKey: .file(keyPath)))
+
+        let storage = try SQLiteStorage(path: configuration.sqlitePath)
+
+        let registration = RegistrationModule(
+            accounts: storage, domain: domain, allowsNewAccounts: configuration.registration.enabled,
+            minimumPasswordLength: configuration.registration.minPasswordLength,
+            iterations: configuration.auth.scramIterations)
+        let disco = DiscoModule()
+        let modules: [any ServerModule] = [disco, PingModule(), VersionModule(), registration]
+        var registry = ModuleRegistry()
+        for module in modules { try module.register(in: &registry) }
+        disco.publish(from: registry)
+
+        let policy = C2SPolicy(configuration: configuration, domain: domain)
+        let sessions = SessionRegistry()
+        let router = StanzaRouter(domain: domain, sessions: sessions, modules: registry, logger: logger)
+        let limits = configuration.limits
+        let context = try ServerContext(
+            policy: policy, sessions: sessions, router: router, accounts: storage, registration: registration, tls: tls,
+            connectionLimiter: ConnectionLimiter(perAddress: limits.connectionsPerIP, total: limits.maxConnections),
+            authFailures: AuthFailureLimiter(maxFailures: limits.authFailuresPerIP, window: TimeAmount(limits.authFailureWindow)),
+            metrics: ServerMetrics(), logger: logger)
+
+        let tracker = ConnectionTracker()
+        var listeners: [any Channel] = []
+        var c2s: [SocketAddress] = []
+        var direct: [SocketAddress] = []
+        let parserLimits = XMLStreamParser.Limits(maxStanzaBytes: limits.maxStanzaBytes, maxDepth: limits.maxDepth)
+        let keepalive = StreamKeepaliveHandler.Configuration(
+            whitespaceInterval: configuration.keepalive.whitespaceInterval.map(TimeAmount.init),
+            pingAfter: configuration.keepalive.pingAfter.map(TimeAmount.init),
+            idleTimeout: TimeAmount(configuration.keepalive.idleTimeout))
+        do {
+            for host in configuration.c2s.interfaces {
+                var settings = C2SListener.Settings(
+                    host: host, port: configuration.c2s.port, directTLS: false, parserLimits: parserLimits, keepalive: keepalive)
+                let plain = try await C2SListener.bind(settings, server: context, group: group, tracker: tracker)
+                listeners.append(plain)
+                if let address = plain.localAddress { c2s.append(address) }
+                if configuration.c2s.directTLSPort != 0 {
+                    settings.port = configuration.c2s.directTLSPort
+                    settings.directTLS = true
+                    let secure = try await C2SListener.bind(settings, server: context, group: group, tracker: tracker)
+                    listeners.append(secure)
+                    if let address = secure.localAddress { direct.append(address) }
+                }
+            }
+        } catch {
+            for listener in listeners { try? await listener.close() }
+            throw error
+        }
+
+        var metricsAddress: SocketAddress? = nil
+        if configuration.metrics.enabled, let prometheus {
+            let endpoint = try await MetricsEndpoint.bind(
+                host: configuration.metrics.address, port: configuration.metrics.port, registry: prometheus, group: group)
+            listeners.append(endpoint)
+            metricsAddress = endpoint.localAddress
+        }
+
+        let watcher = AccountChangeWatcher(feed: storage, sessions: sessions, domain: domain, logger: logger, interval: .seconds(1))
+        let authFailures = context.authFailures
+        let background = [
+            Task { await watcher.run() },
+            Task {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(60))
+                    authFailures.prune()
+                }
+            },
+        ]
+        return RunningServer(
+            configuration: configuration, c2sAddresses: c2s, directTLSAddresses: direct, metricsAddress: metricsAddress,
+            certificateFingerprint: fingerprint, certificatePath: certificatePath, context: context, storage: storage,
+            listeners: listeners, tracker: tracker, background: background,
+            stopped: group.next().makePromise(of: Void.self), logger: logger)
+    }
+
+    /// Stops accepting, tells every connection `<system-shutdown/>`, waits up to the grace
+    /// period for them to close, then closes what is left.
+    public func shutdown() async {
+        let first = isStopping.withLockedValue { stopping in
+            defer { stopping = true }
+            return !stopping
+        }
+        guard first else { return await waitUntilStopped() }
+        logger.info("shutting down", metadata: ["connections": "\(tracker.open.count)"])
+        for listener in listeners { try? await listener.close() }
+        for channel in tracker.open {
+            channel.pipeline.fireUserInboundEventTriggered(ServerShutdownEvent())
+        }
+        let deadline = ContinuousClock.now + configuration.shutdown.gracePeriod
+        while !tracker.open.isEmpty, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        for channel in tracker.open { try? await channel.close() }
+        for task in background.withLockedValue({ $0 }) { task.cancel() }
+        logger.info("stopped")
+        stopped.succeed(())
+    }
+
+    public func waitUntilStopped() async {
+        try? await stopped.futureResult.get()
+    }
+}
+
+extension TimeAmount {
+    init(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}
+
+extension C2SPolicy {
+    init(configuration: ServerConfiguration, domain: JID) {
+        self.init(domain: domain)
+        tlsRequired = configuration.tls.required
+        mechanisms = configuration.auth.mechanisms.compactMap { SASLMechanism(rawValue: $0.rawValue) }
+        allowPlainWithoutTLS = configuration.auth.allowPlainWithoutTLS
+        registrationEnabled = configuration.registration.enabled
+        minimumPasswordLength = configuration.registration.minPasswordLength
+        scramIterations = configuration.auth.scramIterations
+        unauthenticatedTimeout = TimeAmount(configuration.limits.unauthenticatedTimeout)
+        stanzasPerSecond = Double(configuration.limits.stanzasPerSecond)
+        stanzaBurst = Double(configuration.limits.stanzaBurst)
+        onSameResource = configuration.sessions.onSameResource == .reject ? .reject : .replace
+        maxSessionsPerAccount = configuration.sessions.maxPerAccount
+        singleDevice = configuration.sessions.singleDevice
+    }
+}

@@ -1,0 +1,43 @@
+import Logging
+import NIOCore
+import NIOPosix
+import ParleyCore
+import ParleyStorage
+import ParleyStream
+import ParleyTLS
+import Prometheus
+import ServiceLifecycle
+
+/// `parleyd` as a swift-service-lifecycle `Service`: starts everything the configuration asks
+/// for, runs until a graceful shutdown is requested (SIGTERM), then drains.
+public final class XMPPServer: Service {
+    public let configuration: ServerConfiguration
+    private let logger: Logger
+    private let group: any EventLoopGroup
+    private let prometheus: PrometheusCollectorRegistry?
+    private let onStart: @Sendable (RunningServer) -> Void
+
+    public init(
+        configuration: ServerConfiguration, logger: Logger,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        prometheus: PrometheusCollectorRegistry? = nil,
+        onStart: @escaping @Sendable (RunningServer) -> Void = { _ in }
+    ) {
+        self.configuration = configuration
+        self.logger = logger
+        self.group = group
+        self.prometheus = prometheus
+        self.onStart = onStart
+    }
+
+    public func run() async throws {
+        let running = try await RunningServer.start(
+            configuration: configuration, logger: logger, group: group, prometheus: prometheus)
+        onStart(running)
+        await withGracefulShutdownHandler {
+            await running.waitUntilStopped()
+        } onGracefulShutdown: {
+            Task { await running.shutdown() }
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Metrics
+import ParleyServer
+import Prometheus
+import ServiceLifecycle
+
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the server until SIGTERM or SIGINT.")
+
+    @OptionGroup var options: ConfigOptions
+
+    func run() async throws {
+        let configuration = try await loadConfiguration(options)
+        let level = configuration.logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "parleyd")
+        var prometheus: PrometheusCollectorRegistry? = nil
+        if configuration.metrics.enabled {
+            let registry = PrometheusCollectorRegistry()
+            MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+            prometheus = registry
+        }
+        let server = XMPPServer(configuration: configuration, logger: logger, prometheus: prometheus) { running in
+            printBanner(running)
+        }
+        let group = ServiceGroup(
+            configuration: .init(services: [.init(service: server)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        do {
+            try await group.run()
+        } catch {
+            throw CleanExit.message("parleyd: \(error)")
+        }
+    }
+
+    private func printBanner(_ running: RunningServer) {
+        let configuration = running.configuration
+        var lines = ["parleyd serving \(configuration.domain)"]
+        for address in running.c2sAddresses { lines.append("  client connections (STARTTLS): \(describe(address))") }
+        for address in running.directTLSAddresses { lines.append("  client connections (direct TLS): \(describe(address))") }
+        if let metrics = running.metricsAddress { lines.append("  metrics: http://\(describe(metrics))/metrics") }
+        lines.append("  certificate: \(running.certificatePath)")
+        if let fingerprint = running.certificateFingerprint { lines.append("  certificate SHA-256 fingerprint: \(fingerprint)") }
+        lines.append("  data: \(configuration.dataDirectory) (SQLite: \(configuration.sqlitePath))")
+        let configArgument = options.config.map { " --config \($0)" } ?? ""
+        lines.append("  add a user: parleyd adduser\(configArgument) alice   (from this checkout: make adduser USER=alice)")
+        print(lines.joined(separator: "\n"))
+        fflush(stdout)
+    }
+
+    private func describe(_ address: SocketAddress) -> String {
+        let host = address.ipAddress ?? "?"
+        return host.contains(":") ? "[\(host)]:\(address.port ?? 0)" : "\(host):\(address.port ?? 0)"
+    }
+}
+
+import NIOCore
+
+func loadConfiguration(_ options: ConfigOptions) async throws -> ServerConfiguration {
+    do {
+        return try await ServerConfiguration.load(file: options.config, environment: ProcessInfo.processInfo.environment)
+    } catch {
+        throw ValidationError("configuration: \(error)")
+    }
+}
