@@ -1,0 +1,101 @@
+/// Every option the configuration knows, by dotted key, so that a file or an environment
+/// variable naming anything else is refused instead of silently ignored.
+///
+/// `ServerConfiguration+Load` reads exactly these keys; a test checks that the commented
+/// `conf/parleyd.yaml` lists every one of them.
+enum ConfigurationSchema {
+    enum Shape: Sendable {
+        /// A single value: a string, number or boolean.
+        case scalar
+        /// A YAML sequence, or a comma-separated environment variable.
+        case list
+    }
+
+    static let options: [String: Shape] = [
+        "domain": .scalar,
+        "data_dir": .scalar,
+        "log_level": .scalar,
+        "c2s.interfaces": .list,
+        "c2s.port": .scalar,
+        "c2s.direct_tls_port": .scalar,
+        "tls.certificate": .scalar,
+        "tls.key": .scalar,
+        "tls.required": .scalar,
+        "auth.mechanisms": .list,
+        "auth.allow_plain_without_tls": .scalar,
+        "auth.scram_iterations": .scalar,
+        "registration.enabled": .scalar,
+        "registration.min_password_length": .scalar,
+        "limits.max_stanza_bytes": .scalar,
+        "limits.max_depth": .scalar,
+        "limits.connections_per_ip": .scalar,
+        "limits.max_connections": .scalar,
+        "limits.unauthenticated_timeout": .scalar,
+        "limits.auth_failures_per_ip": .scalar,
+        "limits.auth_failure_window": .scalar,
+        "limits.stanzas_per_second": .scalar,
+        "limits.stanza_burst": .scalar,
+        "keepalive.whitespace_interval": .scalar,
+        "keepalive.ping_after": .scalar,
+        "keepalive.idle_timeout": .scalar,
+        "sessions.on_same_resource": .scalar,
+        "sessions.max_per_account": .scalar,
+        "sessions.single_device": .scalar,
+        "shutdown.grace_period": .scalar,
+        "metrics.enabled": .scalar,
+        "metrics.address": .scalar,
+        "metrics.port": .scalar,
+        "storage.backend": .scalar,
+        "storage.sqlite.path": .scalar,
+    ]
+
+    /// Keys that hold other keys: `c2s`, `storage`, `storage.sqlite`, …
+    static let sections: Set<String> = Set(
+        options.keys.flatMap { key in
+            let components = key.split(separator: ".")
+            return (1..<max(components.count, 1)).map { components.prefix($0).joined(separator: ".") }
+        })
+
+    /// Environment variables start with this; the rest is the key in upper case with dots
+    /// as underscores (`c2s.port` → `PARLEYD_C2S_PORT`), which is how swift-configuration's
+    /// environment provider spells a key prefixed with `parleyd`.
+    static let environmentPrefix = "PARLEYD_"
+
+    /// `PARLEYD_` variables that are not options: `parleyd` reads the file's path from this.
+    static let environmentVariablesNotOptions: Set<String> = ["PARLEYD_CONFIG"]
+
+    static func environmentVariable(for key: String) -> String {
+        environmentPrefix + key.uppercased().map { $0.isLetter || $0.isNumber ? String($0) : "_" }.joined()
+    }
+
+    static let optionsByEnvironmentVariable: [String: String] = Dictionary(
+        uniqueKeysWithValues: options.keys.map { (environmentVariable(for: $0), $0) })
+
+    /// The closest known name to a misspelt one, if any is close enough to be a likely typo.
+    static func suggestion(for name: String, among candidates: some Sequence<String>) -> String? {
+        let scored = candidates.map { ($0, editDistance(name, $0)) }
+        guard let best = scored.min(by: { $0.1 < $1.1 || ($0.1 == $1.1 && $0.0 < $1.0) }) else { return nil }
+        // Two edits catch a swapped pair or a missing letter; beyond that it is a guess.
+        return best.1 <= max(2, name.count / 4) ? best.0 : nil
+    }
+
+    /// Levenshtein distance, counting a swap of neighbours (`prot` for `port`) as one edit.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        guard !a.isEmpty else { return b.count }
+        guard !b.isEmpty else { return a.count }
+        var d = Array(repeating: Array(repeating: 0, count: b.count + 1), count: a.count + 1)
+        for i in 0...a.count { d[i][0] = i }
+        for j in 0...b.count { d[0][j] = j }
+        for i in 1...a.count {
+            for j in 1...b.count {
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
+                    d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+                }
+            }
+        }
+        return d[a.count][b.count]
+    }
+}

@@ -1,0 +1,153 @@
+import Logging
+
+/// Everything an operator can set. Every field has a default that is safe to run with: a
+/// server started with `ServerConfiguration()` listens on loopback only, requires TLS before
+/// authentication and offers no registration. `load(file:environment:)` reads it from a YAML
+/// file and `PARLEYD_*` environment variables; `conf/parleyd.yaml` documents every key.
+public struct ServerConfiguration: Sendable, Hashable {
+    /// The XMPP domain this server is authoritative for (`domain`), in canonical form.
+    public var domain = "localhost"
+    /// Where the server keeps its state (`data_dir`). Relative paths are relative to the
+    /// working directory, like any command-line path.
+    public var dataDirectory = "./data"
+    public var logLevel: Logger.Level = .info
+    public var c2s = C2S()
+    public var tls = TLS()
+    public var auth = Auth()
+    public var registration = Registration()
+    public var limits = Limits()
+    public var keepalive = Keepalive()
+    public var sessions = Sessions()
+    public var shutdown = Shutdown()
+    public var metrics = Metrics()
+    public var storage = Storage()
+
+    public init() {}
+
+    /// Client-to-server listeners.
+    public struct C2S: Sendable, Hashable {
+        /// Addresses to listen on; `0.0.0.0` and `::` mean every interface.
+        public var interfaces = ["127.0.0.1"]
+        /// The STARTTLS port (RFC 6120). 0 lets the system pick one, which tests use.
+        public var port = 5222
+        /// The direct TLS port (XEP-0368); 0 disables it.
+        public var directTLSPort = 5223
+        public init() {}
+    }
+
+    public struct TLS: Sendable, Hashable {
+        /// PEM certificate chain; nil means `<data_dir>/tls/<domain>.crt`, which the server
+        /// creates (self-signed) on first start if it is missing.
+        public var certificate: String?
+        /// PEM private key; nil means `<data_dir>/tls/<domain>.key`.
+        public var key: String?
+        /// Whether STARTTLS must be negotiated before authentication.
+        public var required = true
+        public init() {}
+    }
+
+    public struct Auth: Sendable, Hashable {
+        public enum Mechanism: String, Sendable, Hashable, CaseIterable {
+            case scramSHA256 = "SCRAM-SHA-256"
+            case scramSHA1 = "SCRAM-SHA-1"
+            case plain = "PLAIN"
+        }
+
+        /// Offered in this order.
+        public var mechanisms: [Mechanism] = [.scramSHA256, .scramSHA1, .plain]
+        /// Offers PLAIN on an unencrypted stream. Sends passwords in the clear: local tests only.
+        public var allowPlainWithoutTLS = false
+        /// PBKDF2 iterations for newly set passwords (RFC 7677 asks for at least 4096).
+        public var scramIterations = 4096
+        public init() {}
+    }
+
+    /// In-band registration (XEP-0077).
+    public struct Registration: Sendable, Hashable {
+        public var enabled = false
+        public var minPasswordLength = 8
+        public init() {}
+    }
+
+    /// What one peer may cost the server; exceeding one ends in a stream error, not a crash.
+    public struct Limits: Sendable, Hashable {
+        public var maxStanzaBytes = 262_144
+        public var maxDepth = 32
+        public var connectionsPerIP = 32
+        public var maxConnections = 100_000
+        /// A connection that has not authenticated by then is closed.
+        public var unauthenticatedTimeout: Duration = .seconds(30)
+        /// Failed authentications from one IP within `authFailureWindow` before it is slowed down.
+        public var authFailuresPerIP = 5
+        public var authFailureWindow: Duration = .seconds(300)
+        /// Sustained inbound stanza rate per session; above it the server stops reading
+        /// (shaping) instead of dropping stanzas.
+        public var stanzasPerSecond = 50
+        public var stanzaBurst = 100
+        public init() {}
+    }
+
+    public struct Keepalive: Sendable, Hashable {
+        /// A single space sent on a quiet stream keeps NATs open; nil disables it.
+        public var whitespaceInterval: Duration? = .seconds(60)
+        /// Read idleness after which the server sends an XEP-0199 ping; nil disables it.
+        public var pingAfter: Duration? = .seconds(120)
+        /// Read idleness after which the stream ends with `connection-timeout`.
+        public var idleTimeout: Duration = .seconds(300)
+        public init() {}
+    }
+
+    public struct Sessions: Sendable, Hashable {
+        public enum SameResourcePolicy: String, Sendable, Hashable, CaseIterable {
+            /// The new session wins; the old one gets `<conflict/>` (RFC 6120 §7.7.2.2).
+            case replace
+            /// The new bind fails with `<conflict/>`.
+            case reject
+        }
+
+        public var onSameResource = SameResourcePolicy.replace
+        /// 0 means unlimited.
+        public var maxPerAccount = 0
+        /// A new session of an account ends all its other sessions.
+        public var singleDevice = false
+        public init() {}
+    }
+
+    public struct Shutdown: Sendable, Hashable {
+        /// How long sessions get to drain before they are closed.
+        public var gracePeriod: Duration = .seconds(10)
+        public init() {}
+    }
+
+    /// A Prometheus `/metrics` endpoint.
+    public struct Metrics: Sendable, Hashable {
+        public var enabled = false
+        public var address = "127.0.0.1"
+        public var port = 9464
+        public init() {}
+    }
+
+    public struct Storage: Sendable, Hashable {
+        public enum Backend: String, Sendable, Hashable, CaseIterable {
+            case sqlite
+        }
+
+        public struct SQLite: Sendable, Hashable {
+            /// nil means `<data_dir>/parley.sqlite`.
+            public var path: String?
+            public init() {}
+        }
+
+        public var backend = Backend.sqlite
+        public var sqlite = SQLite()
+        public init() {}
+    }
+}
+
+// Paths whose defaults follow `data_dir` and `domain`, so that changing either in code or in
+// the file moves them too.
+extension ServerConfiguration {
+    public var tlsCertificatePath: String { tls.certificate ?? "\(dataDirectory)/tls/\(domain).crt" }
+    public var tlsKeyPath: String { tls.key ?? "\(dataDirectory)/tls/\(domain).key" }
+    public var sqlitePath: String { storage.sqlite.path ?? "\(dataDirectory)/parley.sqlite" }
+}
