@@ -50,7 +50,7 @@ struct Run: AsyncParsableCommand {
         let configArgument = options.config.map { " --config \($0)" } ?? ""
         lines.append("  add a user: parleyd adduser\(configArgument) alice   (from this checkout: make adduser USER=alice)")
         print(lines.joined(separator: "\n"))
-        fflush(stdout)
+        fflush(nil)
     }
 
     private func describe(_ address: SocketAddress) -> String {

@@ -62,7 +62,7 @@ enum ConfigurationSchema {
     static let environmentPrefix = "PARLEYD_"
 
     /// `PARLEYD_` variables that are not options: `parleyd` reads the file's path from this.
-    static let environmentVariablesNotOptions: Set<String> = ["PARLEYD_CONFIG"]
+    static let environmentVariablesNotOptions: Set<String> = ["PARLEYD_CONFIG", "PARLEYD_PASSWORD"]
 
     static func environmentVariable(for key: String) -> String {
         environmentPrefix + key.uppercased().map { $0.isLetter || $0.isNumber ? String($0) : "_" }.joined()
