@@ -26,6 +26,8 @@ enum ConfigurationSchema {
         "auth.scram_iterations": .scalar,
         "registration.enabled": .scalar,
         "registration.min_password_length": .scalar,
+        "roster.max_items": .scalar,
+        "offline.quota": .scalar,
         "limits.max_stanza_bytes": .scalar,
         "limits.max_depth": .scalar,
         "limits.connections_per_ip": .scalar,

@@ -101,6 +101,9 @@ extension ServerConfiguration {
         config.registration.minPasswordLength = try values.positiveInt(
             "registration.min_password_length", default: config.registration.minPasswordLength)
 
+        config.roster.maxItems = try values.positiveInt("roster.max_items", default: config.roster.maxItems)
+        config.offline.quota = try values.positiveInt("offline.quota", default: config.offline.quota)
+
         try readLimits(values, into: &config.limits)
         try readKeepalive(values, into: &config.keepalive)
 

@@ -15,6 +15,8 @@ public struct ServerConfiguration: Sendable, Hashable {
     public var tls = TLS()
     public var auth = Auth()
     public var registration = Registration()
+    public var roster = Roster()
+    public var offline = Offline()
     public var limits = Limits()
     public var keepalive = Keepalive()
     public var sessions = Sessions()
@@ -66,6 +68,19 @@ public struct ServerConfiguration: Sendable, Hashable {
     public struct Registration: Sendable, Hashable {
         public var enabled = false
         public var minPasswordLength = 8
+        public init() {}
+    }
+
+    public struct Roster: Sendable, Hashable {
+        /// Contacts one account may have; adding more is refused with `not-allowed`.
+        public var maxItems = 1000
+        public init() {}
+    }
+
+    /// Offline messages (XEP-0160).
+    public struct Offline: Sendable, Hashable {
+        /// Messages kept for one account; beyond it senders get `resource-constraint`.
+        public var quota = 1000
         public init() {}
     }
 

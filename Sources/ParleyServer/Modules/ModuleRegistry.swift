@@ -15,6 +15,13 @@ public enum IQTarget: Sendable, Hashable {
     case account
 }
 
+/// Handles a presence stanza from a bound session, `from` already stamped.
+public typealias PresenceHandler = @Sendable (_ presence: XMLElement, _ sender: SessionHandle) -> Void
+
+/// Handles a message for `account` that no resource can take; `sender` is nil when the
+/// message was already accepted earlier (re-routed from a session that ended).
+public typealias UndeliverableMessageHandler = @Sendable (_ message: XMLElement, _ account: JID, _ sender: SessionHandle?) -> Void
+
 public struct IQKey: Sendable, Hashable, CustomStringConvertible {
     public var kind: IQKind
     public var name: String
@@ -38,8 +45,30 @@ public struct ModuleRegistry: Sendable {
 
     private(set) var handlers: [IQTarget: [IQKey: IQHandler]] = [:]
     private(set) var features: [IQTarget: Set<String>] = [:]
+    public private(set) var streamFeatures: [XMLElement] = []
+    private(set) var presenceHandler: PresenceHandler?
+    private(set) var undeliverableMessageHandler: UndeliverableMessageHandler?
 
     public init() {}
+
+    /// Takes every presence stanza bound sessions send (RFC 6121 §3–4 belong to one module).
+    public mutating func handlePresence(_ handler: @escaping PresenceHandler) throws(Error) {
+        if presenceHandler != nil { throw .duplicateHandler(.account, "presence") }
+        presenceHandler = handler
+    }
+
+    /// Takes chat and normal messages for a local account with no available resource
+    /// (RFC 6121 §8.5.2.2.1: store them offline, or the router bounces them).
+    public mutating func handleUndeliverableMessages(_ handler: @escaping UndeliverableMessageHandler) throws(Error) {
+        if undeliverableMessageHandler != nil { throw .duplicateHandler(.account, "undeliverable messages") }
+        undeliverableMessageHandler = handler
+    }
+
+    /// An element announced in the stream features after authentication, such as
+    /// `<ver xmlns='urn:xmpp:features:rosterver'/>`.
+    public mutating func advertiseStreamFeature(_ feature: XMLElement) {
+        streamFeatures.append(feature)
+    }
 
     public mutating func handle(
         _ kind: IQKind, _ name: String, namespace: String, for target: IQTarget = .server,

@@ -11,13 +11,8 @@ public final class SessionHandle: Sendable, Hashable, CustomStringConvertible {
     let eventLoop: any EventLoop
     /// Completes when the session's connection has closed.
     public let closeFuture: EventLoopFuture<Void>
-    private let state: NIOLockedValueBox<PresenceState>
+    private let state: NIOLockedValueBox<SessionPresence>
     private let sink: @Sendable (SessionDelivery) -> Void
-
-    struct PresenceState {
-        var isAvailable = false
-        var priority: Int8 = 0
-    }
 
     init(
         jid: JID, id: UInt64, remoteAddress: String, eventLoop: any EventLoop,
@@ -29,7 +24,7 @@ public final class SessionHandle: Sendable, Hashable, CustomStringConvertible {
         self.remoteAddress = remoteAddress
         self.eventLoop = eventLoop
         self.sink = sink
-        self.state = NIOLockedValueBox(PresenceState())
+        self.state = NIOLockedValueBox(SessionPresence())
     }
 
     /// Whether the session has sent available presence and not since gone unavailable
@@ -37,16 +32,23 @@ public final class SessionHandle: Sendable, Hashable, CustomStringConvertible {
     public var isAvailable: Bool { state.withLockedValue { $0.isAvailable } }
     public var priority: Int8 { state.withLockedValue { $0.priority } }
 
-    func setPresence(available: Bool, priority: Int8) {
-        state.withLockedValue {
-            $0.isAvailable = available
-            $0.priority = priority
-        }
+    /// Reads or changes the session's presence bookkeeping atomically.
+    public func withPresence<Result>(_ body: (inout SessionPresence) -> Result) -> Result {
+        state.withLockedValue(body)
     }
 
-    /// Queues a stanza for the client; it is written on the session's own event loop.
+    /// Queues a stanza for the client; it is written on the session's own event loop. A
+    /// message that finds the session already gone is handed back to the router, so it
+    /// reaches another resource or offline storage instead of vanishing.
     public func deliver(_ stanza: XMLElement) {
         sink(.stanza(stanza))
+    }
+
+    /// Like `deliver`, but `written` completes once the stanza was handed to the socket, or
+    /// fails if the session ended first: for deliveries whose source may only then forget
+    /// the stanza (offline storage).
+    public func deliver(_ stanza: XMLElement, written: EventLoopPromise<Void>) {
+        sink(.confirmed(stanza, written))
     }
 
     /// Ends the session with a stream error (for example `conflict` when replaced).
@@ -62,5 +64,22 @@ public final class SessionHandle: Sendable, Hashable, CustomStringConvertible {
 
 enum SessionDelivery: Sendable {
     case stanza(XMLElement)
+    case confirmed(XMLElement, EventLoopPromise<Void>)
     case terminate(StreamError)
+}
+
+/// What the server keeps about a session's presence (RFC 6121 §4) and what it asked for.
+public struct SessionPresence: Sendable {
+    /// Sent available presence and not since unavailable: an "available resource".
+    public var isAvailable = false
+    public var priority: Int8 = 0
+    /// The last available presence it broadcast, `from` stamped: what probes are answered with.
+    public var lastPresence: XMLElement?
+    /// Requested the roster, so it is an "interested resource" that gets roster pushes.
+    public var wantsRosterPushes = false
+    /// Requested the block list (XEP-0191), so it gets block list pushes.
+    public var wantsBlocklistPushes = false
+    /// Recipients of directed available presence outside any subscription: they get
+    /// unavailable presence when the session goes away (RFC 6121 §4.6.3).
+    public var directedPresence: Set<JID> = []
 }

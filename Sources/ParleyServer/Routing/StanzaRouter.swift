@@ -8,14 +8,17 @@ public final class StanzaRouter: Sendable {
     public let domain: JID
     let sessions: SessionRegistry
     let modules: ModuleRegistry
+    let policy: any DeliveryPolicy
     let logger: Logger
 
     public init(
-        domain: JID, sessions: SessionRegistry, modules: ModuleRegistry, logger: Logger
+        domain: JID, sessions: SessionRegistry, modules: ModuleRegistry,
+        policy: any DeliveryPolicy = OpenDeliveryPolicy(), logger: Logger
     ) {
         self.domain = domain
         self.sessions = sessions
         self.modules = modules
+        self.policy = policy
         self.logger = logger
     }
 
@@ -37,6 +40,13 @@ public final class StanzaRouter: Sendable {
             return bounce(
                 stanza, to: sender,
                 StanzaError(.remoteServerNotFound, text: "This server does not talk to other servers (\(to.domainpart))."))
+        }
+        if to.localpart != nil, to.bare != sender.jid.bare {
+            switch policy.verdict(from: sender.jid, to: to, stanza: stanza) {
+            case .deliver: break
+            case .drop: return
+            case .reject(let error): return bounce(stanza, to: sender, error)
+            }
         }
         switch stanza.name {
         case "iq": routeIQ(stanza, to: to, from: sender)
@@ -106,6 +116,19 @@ public final class StanzaRouter: Sendable {
         deliverToAccount(stanza, bare: to.bare, type: type, from: sender)
     }
 
+    /// A message a session accepted for its client but could not write before it ended: it
+    /// goes to the account's other resources or offline, like a new message to the bare JID.
+    public func redeliver(_ message: XMLElement, account: JID) {
+        let type = message.type ?? "normal"
+        guard type == "chat" || type == "normal" else { return }
+        let targets = highestPriority(sessions.sessions(of: account).filter { $0.isAvailable && $0.priority >= 0 })
+        if targets.isEmpty {
+            modules.undeliverableMessageHandler?(message, account, nil)
+        } else {
+            for session in targets { session.deliver(message) }
+        }
+    }
+
     /// RFC 6121 §8.5.2: delivery to a bare JID of a local account.
     private func deliverToAccount(_ stanza: XMLElement, bare: JID, type: String, from sender: SessionHandle) {
         let available = sessions.sessions(of: bare).filter { $0.isAvailable && $0.priority >= 0 }
@@ -125,9 +148,13 @@ public final class StanzaRouter: Sendable {
                 return
             }
         }
-        // Nobody available: the error is the same whether or not the account exists, so the
-        // reply reveals nothing the RFC does not allow (§8.5.2.2.1, §8.5.1).
-        bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
+        // Nobody available: offline storage decides (it knows whether the account exists);
+        // without it the error is the same whether or not the account exists (§8.5.2.2.1).
+        if let offline = modules.undeliverableMessageHandler {
+            offline(stanza, bare, sender)
+        } else {
+            bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
+        }
     }
 
     private func highestPriority(_ sessions: [SessionHandle]) -> [SessionHandle] {
@@ -138,6 +165,9 @@ public final class StanzaRouter: Sendable {
     // MARK: presence
 
     private func routePresence(_ stanza: XMLElement, to: JID, from sender: SessionHandle, hadAddress: Bool) {
+        if let presence = modules.presenceHandler {
+            return presence(stanza, sender)
+        }
         if !hadAddress {
             // Broadcast presence: the sender's own available resources see it (RFC 6121
             // §4.2.2); contacts' subscriptions are the presence module's concern.
@@ -159,7 +189,7 @@ public final class StanzaRouter: Sendable {
     // MARK: errors
 
     /// Returns an error to the sender, unless the stanza is itself an error (never answered).
-    func bounce(_ stanza: XMLElement, to sender: SessionHandle, _ error: StanzaError) {
+    public func bounce(_ stanza: XMLElement, to sender: SessionHandle, _ error: StanzaError) {
         guard var reply = stanza.errorReply(error) else { return }
         if stanza.to == nil { reply.from = sender.jid.bare.description }
         sender.deliver(reply)

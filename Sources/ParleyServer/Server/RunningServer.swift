@@ -77,25 +77,37 @@ public final class RunningServer: Sendable {
 
         let storage = try SQLiteStorage(path: configuration.sqlitePath)
 
+        let sessions = SessionRegistry()
+        let events = ServerEventBus()
         let registration = RegistrationModule(
             accounts: storage, domain: domain, allowsNewAccounts: configuration.registration.enabled,
             minimumPasswordLength: configuration.registration.minPasswordLength,
             iterations: configuration.auth.scramIterations)
+        let blocking = BlockingModule(store: storage, sessions: sessions, logger: logger)
+        try await blocking.load(usernames: storage.usernames(), domain: domain)
+        let offline = OfflineModule(domain: domain, store: storage, quota: configuration.offline.quota, logger: logger)
+        let presence = PresenceModule(
+            domain: domain, sessions: sessions, rosters: storage, accounts: storage, policy: blocking, events: events,
+            logger: logger, afterInitialPresence: { session in await offline.deliver(to: session) })
+        var rosterLimits = RosterModule.Limits()
+        rosterLimits.maxItems = configuration.roster.maxItems
+        let roster = RosterModule(rosters: storage, presence: presence, sessions: sessions, limits: rosterLimits)
         let disco = DiscoModule()
-        let modules: [any ServerModule] = [disco, PingModule(), VersionModule(), registration]
+        let modules: [any ServerModule] = [
+            disco, PingModule(), VersionModule(), registration, roster, presence, offline, blocking,
+        ]
         var registry = ModuleRegistry()
         for module in modules { try module.register(in: &registry) }
         disco.publish(from: registry)
 
         let policy = C2SPolicy(configuration: configuration, domain: domain)
-        let sessions = SessionRegistry()
-        let router = StanzaRouter(domain: domain, sessions: sessions, modules: registry, logger: logger)
+        let router = StanzaRouter(domain: domain, sessions: sessions, modules: registry, policy: blocking, logger: logger)
         let limits = configuration.limits
         let context = try ServerContext(
             policy: policy, sessions: sessions, router: router, accounts: storage, registration: registration, tls: tls,
             connectionLimiter: ConnectionLimiter(perAddress: limits.connectionsPerIP, total: limits.maxConnections),
             authFailures: AuthFailureLimiter(maxFailures: limits.authFailuresPerIP, window: TimeAmount(limits.authFailureWindow)),
-            metrics: ServerMetrics(), logger: logger)
+            metrics: ServerMetrics(), events: events, streamFeatures: registry.streamFeatures, logger: logger)
 
         let tracker = ConnectionTracker()
         var listeners: [any Channel] = []

@@ -73,6 +73,7 @@ extension C2SSessionHandler {
         }
         cancelUnauthenticatedTimer()
         phase = .bound(handle)
+        server.events.publish(.sessionBound(handle))
         sessionStart = .now()
         server.metrics.sessionsAuthenticated.increment()
         logger[metadataKey: "jid"] = "\(handle.jid)"
@@ -106,11 +107,33 @@ extension C2SSessionHandler {
 
     /// A stanza or order from elsewhere in the server for this session.
     func receive(_ delivery: SessionDelivery) {
-        guard case .bound = phase else { return }
-        switch delivery {
-        case .stanza(let stanza): sendSoon(stanza)
-        case .terminate(let error): fail(error)
+        guard case .bound = phase else {
+            // The session ended after the router picked it: messages go elsewhere instead.
+            switch delivery {
+            case .stanza(let stanza) where stanza.name == "message":
+                redeliver(stanza)
+            case .confirmed(_, let written):
+                written.fail(ChannelError.ioOnClosedChannel)
+            default:
+                break
+            }
+            return
         }
+        switch delivery {
+        case .stanza(let stanza):
+            sendSoon(stanza)
+        case .confirmed(let stanza, let written):
+            server.metrics.stanzaOut(stanza.name)
+            context?.write(wrapOutboundOut(.element(stanza)), promise: written)
+            scheduleFlush()
+        case .terminate(let error):
+            fail(error)
+        }
+    }
+
+    private func redeliver(_ message: XMLElement) {
+        guard let to = message.to.flatMap({ try? JID($0) }) else { return }
+        server.router.redeliver(message, account: to.bare)
     }
 
     /// Takes the session out of routing and logs its end, once, whatever ended it.
@@ -118,6 +141,7 @@ extension C2SSessionHandler {
         guard case .bound(let handle) = phase else { return }
         phase = .closed
         server.sessions.unbind(handle)
+        server.events.publish(.sessionEnded(handle))
         server.metrics.sessionsAuthenticated.decrement()
         let seconds = (NIODeadline.now() - sessionStart).nanoseconds / 1_000_000_000
         logger.info("session ended", metadata: ["reason": "\(reason)", "duration_s": "\(seconds)"])

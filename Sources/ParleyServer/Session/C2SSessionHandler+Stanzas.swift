@@ -2,7 +2,7 @@ import NIOCore
 import ParleyCore
 
 /// What a bound session does with each stanza its client sends: check it is a stanza,
-/// shape the rate, stamp `from`, keep the session's presence state, and hand it to the router.
+/// shape the rate, stamp `from`, and hand it to the router.
 extension C2SSessionHandler {
     func receivedStanza(_ element: XMLElement, from handle: SessionHandle) {
         guard element.isStanza, element.namespace == XMLNamespace.client else {
@@ -18,8 +18,8 @@ extension C2SSessionHandler {
         server.router.route(stanza, from: handle)
     }
 
-    /// Stanzas the session answers itself: the legacy session iq, replies to the server's own
-    /// pings, and the session's presence state (kept before routing so the broadcast sees it).
+    /// Stanzas the session answers itself: the legacy session iq and replies to the server's
+    /// own pings.
     private func consumedBySession(_ stanza: XMLElement, handle: SessionHandle) -> Bool {
         switch stanza.name {
         case "iq":
@@ -37,19 +37,6 @@ extension C2SSessionHandler {
                 let id = stanza.id, pendingServerPings.remove(id) != nil
             {
                 return true
-            }
-            return false
-        case "presence":
-            if stanza.to == nil {
-                switch stanza.type {
-                case nil:
-                    let priority = stanza.firstChild("priority").flatMap { Int8($0.text.trimmingCharacters(in: .whitespaces)) } ?? 0
-                    handle.setPresence(available: true, priority: priority)
-                case "unavailable":
-                    handle.setPresence(available: false, priority: 0)
-                default:
-                    break
-                }
             }
             return false
         default:

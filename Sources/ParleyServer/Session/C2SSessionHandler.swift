@@ -235,6 +235,10 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// Writes and flushes once per event-loop tick, however many deliveries arrive in it.
     func sendSoon(_ element: XMLElement) {
         send(element)
+        scheduleFlush()
+    }
+
+    func scheduleFlush() {
         guard !flushScheduled, let context else { return }
         flushScheduled = true
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)

@@ -16,6 +16,9 @@ public final class ServerContext: Sendable {
     public let connectionLimiter: ConnectionLimiter
     public let authFailures: AuthFailureLimiter
     public let metrics: ServerMetrics
+    public let events: ServerEventBus
+    /// Post-authentication stream features that modules announce.
+    public let streamFeatures: [XMLElement]
     public let logger: Logger
     /// Keys the fake SCRAM salts of unknown users, so they are stable across attempts
     /// (a changing salt would reveal that the user does not exist). Random per process.
@@ -25,8 +28,10 @@ public final class ServerContext: Sendable {
     public init(
         policy: C2SPolicy, sessions: SessionRegistry, router: StanzaRouter, accounts: any AccountStore,
         registration: RegistrationModule?, tls: TLSContext?, connectionLimiter: ConnectionLimiter, authFailures: AuthFailureLimiter,
-        metrics: ServerMetrics, logger: Logger
+        metrics: ServerMetrics, events: ServerEventBus, streamFeatures: [XMLElement], logger: Logger
     ) throws {
+        self.events = events
+        self.streamFeatures = streamFeatures
         self.policy = policy
         self.sessions = sessions
         self.router = router

@@ -1,0 +1,157 @@
+import Logging
+import NIOConcurrencyHelpers
+import ParleyCore
+import ParleyStorage
+
+/// XEP-0191 blocking. The block lists of all accounts are kept in memory (loaded at start,
+/// updated on every change) because the router asks on every stanza, synchronously.
+public final class BlockingModule: ServerModule, DeliveryPolicy {
+    public static let namespace = "urn:xmpp:blocking"
+    static let errorsNamespace = "urn:xmpp:blocking:errors"
+
+    let store: any BlockListStore
+    let sessions: SessionRegistry
+    let logger: Logger
+    private let lists = NIOLockedValueBox([JID: Set<JID>]())
+
+    public init(store: any BlockListStore, sessions: SessionRegistry, logger: Logger) {
+        self.store = store
+        self.sessions = sessions
+        self.logger = logger
+    }
+
+    /// Loads every account's block list; call once before the server accepts connections.
+    public func load(usernames: [String], domain: JID) async throws {
+        var loaded: [JID: Set<JID>] = [:]
+        for username in usernames {
+            let entries = try await store.blockList(of: username)
+            guard !entries.isEmpty, let owner = try? JID(localpart: username, domainpart: domain.domainpart) else { continue }
+            loaded[owner] = Set(entries.compactMap { try? JID($0) })
+        }
+        lists.withLockedValue { $0 = loaded }
+    }
+
+    public func register(in registry: inout ModuleRegistry) throws(ModuleRegistry.Error) {
+        try registry.handle(.get, "blocklist", namespace: Self.namespace, for: .account) { [self] request, responder in
+            guard request.isToOwnAccount else { return responder.error(StanzaError(.forbidden)) }
+            request.session?.withPresence { $0.wantsBlocklistPushes = true }
+            var list = XMLElement("blocklist", namespace: Self.namespace)
+            for jid in blocked(by: request.from.bare).sorted() {
+                list.append(XMLElement("item", ["jid": jid.description]))
+            }
+            responder.result(list)
+        }
+        try registry.handle(.set, "block", namespace: Self.namespace, for: .account, advertise: false) { [self] request, responder in
+            change(request, responder, blocking: true)
+        }
+        try registry.handle(.set, "unblock", namespace: Self.namespace, for: .account, advertise: false) { [self] request, responder in
+            change(request, responder, blocking: false)
+        }
+    }
+
+    // MARK: DeliveryPolicy
+
+    public func verdict(from sender: JID, to recipient: JID, stanza: XMLElement) -> DeliveryVerdict {
+        let isPresence = stanza.name == "presence"
+        let isRequest = stanza.name == "message" || (stanza.name == "iq" && (stanza.type == "get" || stanza.type == "set"))
+        if matches(blocked(by: recipient.bare), sender) {
+            // §3.5: the blocked contact learns nothing more than that the recipient is
+            // unavailable.
+            return isRequest && stanza.type != "error" ? .reject(StanzaError(.serviceUnavailable)) : .drop
+        }
+        if matches(blocked(by: sender.bare), recipient) {
+            if isPresence || !isRequest { return .drop }
+            return .reject(
+                StanzaError(
+                    .notAcceptable, text: "You have blocked \(recipient.bare).",
+                    applicationCondition: XMLElement("blocked", namespace: Self.errorsNamespace)))
+        }
+        return .deliver
+    }
+
+    func blocked(by owner: JID) -> Set<JID> {
+        lists.withLockedValue { $0[owner] ?? [] }
+    }
+
+    /// XEP-0191 §3.3 matching: an item is a domain, a bare JID (any of its resources) or a
+    /// full JID.
+    private func matches(_ list: Set<JID>, _ jid: JID) -> Bool {
+        guard !list.isEmpty else { return false }
+        return list.contains(jid) || list.contains(jid.bare)
+            || list.contains { $0.isDomain && $0.domainpart == jid.domainpart }
+    }
+
+    // MARK: Block and unblock
+
+    private func change(_ request: IQRequest, _ responder: IQResponder, blocking: Bool) {
+        guard request.isToOwnAccount, let username = request.from.localpart else {
+            return responder.error(StanzaError(.forbidden))
+        }
+        var jids: [JID] = []
+        for item in request.payload.children("item", namespace: Self.namespace) {
+            guard let value = item[attribute: "jid"], let jid = try? JID(value) else {
+                return responder.error(StanzaError(.jidMalformed, text: "'\(item[attribute: "jid"] ?? "")' is not a JID."))
+            }
+            jids.append(jid)
+        }
+        if blocking, jids.isEmpty {
+            return responder.error(StanzaError(.badRequest, text: "A block request names at least one JID."))
+        }
+        let owner = request.from.bare
+        let payload = request.payload
+        Task { [self] in
+            do {
+                let strings = jids.map(\.description)
+                if blocking {
+                    try await store.block(user: username, jids: strings)
+                } else {
+                    try await store.unblock(user: username, jids: strings)
+                }
+            } catch {
+                return responder.error(StanzaError(.internalServerError, text: "The block list could not be changed."))
+            }
+            lists.withLockedValue { lists in
+                var current = lists[owner] ?? []
+                if blocking {
+                    current.formUnion(jids)
+                } else if jids.isEmpty {
+                    current = []
+                } else {
+                    current.subtract(jids)
+                }
+                lists[owner] = current.isEmpty ? nil : current
+            }
+            responder.result()
+            push(payload, to: owner)
+            if blocking {
+                // §3.3: the newly blocked see the user go offline.
+                for session in sessions.sessions(of: owner) where session.isAvailable {
+                    for jid in jids {
+                        let unavailable = XMLElement(
+                            "presence", namespace: XMLNamespace.client,
+                            ["from": session.jid.description, "to": jid.description, "type": "unavailable"])
+                        deliverUnfiltered(unavailable, to: jid)
+                    }
+                }
+            }
+        }
+    }
+
+    private func push(_ payload: XMLElement, to owner: JID) {
+        for session in sessions.sessions(of: owner) where session.withPresence({ $0.wantsBlocklistPushes }) {
+            var push = XMLElement(
+                "iq", namespace: XMLNamespace.client,
+                ["to": session.jid.description, "type": "set", "id": "block-\(UInt32.random(in: .min ... .max))"])
+            push.append(payload)
+            session.deliver(push)
+        }
+    }
+
+    private func deliverUnfiltered(_ presence: XMLElement, to jid: JID) {
+        if jid.isFull {
+            sessions.session(jid)?.deliver(presence)
+        } else {
+            for session in sessions.sessions(of: jid) where session.isAvailable { session.deliver(presence) }
+        }
+    }
+}
