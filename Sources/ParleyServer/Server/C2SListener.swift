@@ -27,6 +27,7 @@ struct C2SListener {
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(.socketOption(.so_keepalive), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 4)
+            .childChannelOption(.writeBufferWaterMark, value: .init(low: 64 << 10, high: 1 << 20))
             .childChannelInitializer { channel in
                 tracker.track(channel)
                 return channel.eventLoop.makeCompletedFuture {

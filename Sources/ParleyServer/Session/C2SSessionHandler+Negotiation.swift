@@ -14,6 +14,7 @@ extension C2SSessionHandler {
         var opening = StreamOpening(from: domain, id: streamID)
         if let from = header[attribute: "from"], (try? JID(from)) != nil { opening.to = from }
         write(.open(opening))
+        responseHeaderSent = true
         if let refusal {
             return fail(refusal)
         }
@@ -136,5 +137,6 @@ extension C2SSessionHandler {
         }
         context.triggerUserOutboundEvent(XMLStreamDecoder.Restart.afterTLS, promise: nil)
         phase = .awaitingHeader
+        responseHeaderSent = false
     }
 }

@@ -38,6 +38,9 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// The localpart that authenticated, once SASL succeeded.
     var authenticatedUser: String?
     var streamID = ""
+    /// Whether our side of the current stream (since the last restart) has its header out:
+    /// a stream error must always follow one (RFC 6120 §4.9.1.1).
+    var responseHeaderSent = false
     var context: ChannelHandlerContext?
     /// Why this connection was refused at accept time, sent once the header arrives.
     var refusal: StreamError?
@@ -236,7 +239,19 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     func sendSoon(_ element: XMLElement) {
         send(element)
         scheduleFlush()
+        if let channel = context?.channel, !channel.isWritable { checkSlowConsumer(channel) }
     }
+
+    /// A client that stops reading would make the server hold everything sent to it; past
+    /// a bound, the stream ends instead (its unacknowledged messages are handed on).
+    private func checkSlowConsumer(_ channel: any Channel) {
+        let buffered = (try? channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
+        if buffered > Self.maxBufferedOutput {
+            fail(StreamError(.resourceConstraint, text: "Too much data is waiting for you to read it."))
+        }
+    }
+
+    static let maxBufferedOutput = 16 << 20
 
     func scheduleFlush() {
         guard !flushScheduled, let context else { return }
@@ -255,8 +270,9 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
         guard !isClosed else { return }
         server.metrics.streamError(error.condition)
         logger.info("stream error", metadata: ["condition": "\(error.condition.rawValue)", "text": "\(error.text ?? "")"])
-        if case .awaitingHeader = phase, streamID.isEmpty {
+        if !responseHeaderSent {
             write(.open(StreamOpening(from: server.policy.domain.description, id: makeStreamID())))
+            responseHeaderSent = true
         }
         endSession(reason: error.description)
         finish(with: .error(error))
