@@ -3,12 +3,15 @@
 public enum StorageError: Error, Sendable, Hashable, CustomStringConvertible {
     /// `createAccount` for a username that is taken.
     case accountExists(username: String)
-    /// An update for a username that does not exist (any more: an admin may just have deleted it).
+    /// A write (a password change, a roster change, an offline message, …) for a username that
+    /// does not exist (any more: an admin may just have deleted it).
     case accountNotFound(username: String)
     /// The caller passed something storage refuses to write, e.g. two keys for one hash.
     case invalidArgument(String)
     /// The database cannot be opened or used at all: not creatable, or from a newer version.
     case unusableDatabase(String)
+    /// `storeOffline` for a user who already has `limit` offline messages.
+    case quotaExceeded(limit: Int)
 
     public var description: String {
         switch self {
@@ -16,6 +19,7 @@ public enum StorageError: Error, Sendable, Hashable, CustomStringConvertible {
         case .accountNotFound(let username): "account '\(username)' does not exist"
         case .invalidArgument(let reason): "invalid argument: \(reason)"
         case .unusableDatabase(let reason): reason
+        case .quotaExceeded(let limit): "offline storage is full (\(limit) messages)"
         }
     }
 }

@@ -8,6 +8,7 @@ enum SQLiteMigrations {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1", migrate: v1)
+        migrator.registerMigration("v2", migrate: v2)
         return migrator
     }
 
@@ -43,6 +44,72 @@ enum SQLiteMigrations {
                     at TEXT NOT NULL
                 );
                 CREATE INDEX account_changes_at ON account_changes(at);
+                """)
+    }
+
+    /// Instant messaging: rosters with their versions and tombstones, unanswered subscription
+    /// requests, offline messages, block lists. Everything hangs off the owner's account and
+    /// goes with it; rows naming a deleted user as a contact in other rosters stay.
+    private static func v2(_ db: Database) throws {
+        // One row per user whose roster has ever changed (no row: version 0). Versions up to
+        // `pruned_through` may have lost their tombstones, so deltas from before it cannot be
+        // answered.
+        try db.execute(
+            sql: """
+                CREATE TABLE roster_versions (
+                    account_id INTEGER PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+                    version INTEGER NOT NULL,
+                    pruned_through INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE TABLE roster_items (
+                    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    contact TEXT NOT NULL,
+                    name TEXT,
+                    groups TEXT NOT NULL,
+                    subscription TEXT NOT NULL CHECK (subscription IN ('none', 'to', 'from', 'both')),
+                    ask_subscribe INTEGER NOT NULL,
+                    approved INTEGER NOT NULL,
+                    version INTEGER NOT NULL,
+                    PRIMARY KEY (account_id, contact)
+                ) WITHOUT ROWID;
+                CREATE INDEX roster_items_version ON roster_items(account_id, version);
+                CREATE INDEX roster_items_contact ON roster_items(contact);
+                CREATE TABLE roster_tombstones (
+                    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    contact TEXT NOT NULL,
+                    version INTEGER NOT NULL,
+                    PRIMARY KEY (account_id, contact)
+                ) WITHOUT ROWID;
+                CREATE INDEX roster_tombstones_version ON roster_tombstones(account_id, version);
+                """)
+        // A rowid table: a replaced request gets a new id and so moves to the end.
+        try db.execute(
+            sql: """
+                CREATE TABLE roster_pending (
+                    id INTEGER PRIMARY KEY,
+                    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    contact TEXT NOT NULL,
+                    stanza TEXT NOT NULL,
+                    received_at TEXT NOT NULL,
+                    UNIQUE (account_id, contact)
+                );
+                """)
+        // AUTOINCREMENT: ids are acknowledged and deleted by clients of the server; a deleted
+        // id must never come back for another message.
+        try db.execute(
+            sql: """
+                CREATE TABLE offline_messages (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    stanza TEXT NOT NULL,
+                    stored_at TEXT NOT NULL
+                );
+                CREATE INDEX offline_messages_account ON offline_messages(account_id, id);
+                CREATE TABLE blocked_jids (
+                    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    jid TEXT NOT NULL,
+                    PRIMARY KEY (account_id, jid)
+                ) WITHOUT ROWID;
                 """)
     }
 }

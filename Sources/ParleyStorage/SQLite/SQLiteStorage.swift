@@ -14,16 +14,28 @@ public final class SQLiteStorage: Sendable {
         public var busyTimeout: TimeInterval
         /// Concurrent read connections.
         public var maximumReaderCount: Int
+        /// Removed roster items remembered per user for roster deltas (XEP-0237); a client
+        /// whose version is older than the oldest one kept gets the full roster.
+        public var rosterTombstoneLimit: Int
+        /// The most offline-message operations committed in one transaction.
+        public var offlineBatchLimit: Int
 
-        public init(busyTimeout: TimeInterval = 10, maximumReaderCount: Int = 5) {
+        public init(
+            busyTimeout: TimeInterval = 10, maximumReaderCount: Int = 5, rosterTombstoneLimit: Int = 1000,
+            offlineBatchLimit: Int = 512
+        ) {
             self.busyTimeout = busyTimeout
             self.maximumReaderCount = maximumReaderCount
+            self.rosterTombstoneLimit = rosterTombstoneLimit
+            self.offlineBatchLimit = offlineBatchLimit
         }
     }
 
     /// The database file.
     public let path: String
+    let options: Options
     let pool: DatabasePool
+    let offlineWriter: OfflineGroupCommit
 
     /// Opens the database at `path`, creating it and its directory if needed, and brings its
     /// schema up to date.
@@ -31,6 +43,7 @@ public final class SQLiteStorage: Sendable {
     /// This blocks while it opens and migrates: call it at start-up, not on an event loop.
     public init(path: String, options: Options = Options()) throws {
         self.path = path
+        self.options = options
         try Self.createFileIfNeeded(at: path)
 
         var configuration = Configuration()
@@ -52,6 +65,21 @@ public final class SQLiteStorage: Sendable {
                 "\(path) was created by a newer version of Parley; refusing to open it")
         }
         try migrator.migrate(pool)
+        offlineWriter = OfflineGroupCommit(pool: pool, batchLimit: options.offlineBatchLimit)
+    }
+
+    /// The id of `username`'s account, nil if there is none.
+    static func accountID(of username: String, in db: Database) throws -> Int64? {
+        try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT id FROM accounts WHERE username = ?"), arguments: [username])
+    }
+
+    /// The id of `username`'s account; throws `StorageError.accountNotFound` if there is none.
+    static func existingAccountID(of username: String, in db: Database) throws -> Int64 {
+        guard let id = try accountID(of: username, in: db) else {
+            throw StorageError.accountNotFound(username: username)
+        }
+        return id
     }
 
     /// Creates the file owner-only (SQLite would use the umask, typically world-readable),

@@ -1,0 +1,135 @@
+import Foundation
+import GRDB
+
+/// Group commit for offline messages: stores and deletions that arrive while a transaction is
+/// being written wait in a queue and go into the next transaction together (up to
+/// `batchLimit`), so many concurrent callers share one commit and its fsync instead of
+/// queueing for one each.
+///
+/// One writer task at a time drains the queue; it exists only while there is work. Requests are
+/// applied in arrival order, so one caller's messages get increasing ids. A request that fails
+/// on its own (quota, unknown user) fails alone; an error of the database fails the whole batch,
+/// none of which was committed.
+final class OfflineGroupCommit: @unchecked Sendable {
+    enum Operation: Sendable {
+        case store(stanza: String, quota: Int)
+        case delete(ids: [Int64])
+    }
+
+    private struct Request: Sendable {
+        let user: String
+        let operation: Operation
+        let continuation: CheckedContinuation<Int64, any Error>
+    }
+
+    private let pool: DatabasePool
+    private let batchLimit: Int
+    private let lock = NSLock()
+    /// Guarded by `lock`.
+    private var queue: [Request] = []
+    /// Guarded by `lock`: a writer task is running and will look at `queue` again.
+    private var writing = false
+
+    init(pool: DatabasePool, batchLimit: Int) {
+        self.pool = pool
+        self.batchLimit = max(batchLimit, 1)
+    }
+
+    /// Applies `operation` in the next batch and returns once that batch has committed: the
+    /// new message's id for a store, 0 for a deletion.
+    func submit(user: String, _ operation: Operation) async throws -> Int64 {
+        try await withCheckedThrowingContinuation { continuation in
+            let startWriter = lock.withLock {
+                queue.append(Request(user: user, operation: operation, continuation: continuation))
+                if writing { return false }
+                writing = true
+                return true
+            }
+            if startWriter {
+                Task.detached { await self.drain() }
+            }
+        }
+    }
+
+    private func drain() async {
+        while let batch = nextBatch() {
+            let results: [Result<Int64, any Error>]
+            do {
+                let date = Date()
+                results = try await pool.write { db in try Self.apply(batch, at: date, in: db) }
+            } catch {
+                results = Array(repeating: .failure(error), count: batch.count)
+            }
+            for (request, result) in zip(batch, results) {
+                request.continuation.resume(with: result)
+            }
+        }
+    }
+
+    /// The oldest requests, up to `batchLimit`; nil (and the writer ends) when there are none.
+    private func nextBatch() -> [Request]? {
+        lock.withLock {
+            if queue.isEmpty {
+                writing = false
+                return nil
+            }
+            if queue.count <= batchLimit {
+                defer { queue = [] }
+                return queue
+            }
+            let batch = Array(queue.prefix(batchLimit))
+            queue.removeFirst(batchLimit)
+            return batch
+        }
+    }
+
+    private static func apply(_ batch: [Request], at date: Date, in db: Database) throws -> [Result<Int64, any Error>] {
+        var accountIDs: [String: Int64?] = [:]
+        // Messages each account holds, counting those stored earlier in this batch.
+        var counts: [Int64: Int] = [:]
+        let insert = try db.cachedStatement(
+            sql: "INSERT INTO offline_messages (account_id, stanza, stored_at) VALUES (?, ?, ?)")
+        let count = try db.cachedStatement(sql: "SELECT COUNT(*) FROM offline_messages WHERE account_id = ?")
+
+        return try batch.map { request -> Result<Int64, any Error> in
+            let accountID: Int64?
+            if let known = accountIDs[request.user] {
+                accountID = known
+            } else {
+                accountID = try SQLiteStorage.accountID(of: request.user, in: db)
+                accountIDs[request.user] = accountID
+            }
+
+            switch request.operation {
+            case .store(let stanza, let quota):
+                guard let accountID else { return .failure(StorageError.accountNotFound(username: request.user)) }
+                let stored: Int
+                if let known = counts[accountID] {
+                    stored = known
+                } else {
+                    stored = try Int.fetchOne(count, arguments: [accountID]) ?? 0
+                }
+                guard stored < quota else {
+                    counts[accountID] = stored
+                    return .failure(StorageError.quotaExceeded(limit: quota))
+                }
+                try insert.execute(arguments: [accountID, stanza, date])
+                counts[accountID] = stored + 1
+                return .success(db.lastInsertedRowID)
+
+            case .delete(let ids):
+                guard let accountID else { return .success(0) }
+                // Well under SQLite's limit on bound parameters per statement.
+                for start in stride(from: 0, to: ids.count, by: 500) {
+                    let chunk = ids[start..<min(start + 500, ids.count)]
+                    let placeholders = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                    try db.execute(
+                        sql: "DELETE FROM offline_messages WHERE account_id = ? AND id IN (\(placeholders))",
+                        arguments: StatementArguments([accountID] + chunk.map { $0 as any DatabaseValueConvertible }))
+                }
+                counts[accountID] = nil
+                return .success(0)
+            }
+        }
+    }
+}

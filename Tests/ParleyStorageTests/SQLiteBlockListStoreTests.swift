@@ -1,0 +1,45 @@
+import Foundation
+import ParleyStorage
+import Testing
+
+@Suite struct SQLiteBlockListStoreTests {
+    @Test func blockUnblockAndUnblockAll() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let storage = try await SQLiteStorage.withAccounts(in: directory)
+        #expect(try await storage.blockList(of: "juliet").isEmpty)
+
+        try await storage.block(user: "juliet", jids: ["tybalt@example.net", "example.org", "paris@example.net/court"])
+        try await storage.block(user: "juliet", jids: ["tybalt@example.net", "Apothecary@example.net"])
+        // Sorted by bytes; a repeat is kept once.
+        #expect(
+            try await storage.blockList(of: "juliet") == [
+                "Apothecary@example.net", "example.org", "paris@example.net/court", "tybalt@example.net",
+            ])
+        #expect(try await storage.blockList(of: "romeo").isEmpty)
+
+        try await storage.unblock(user: "juliet", jids: ["example.org", "nobody@example.net"])
+        #expect(
+            try await storage.blockList(of: "juliet") == [
+                "Apothecary@example.net", "paris@example.net/court", "tybalt@example.net",
+            ])
+
+        try await storage.block(user: "romeo", jids: ["tybalt@example.net"])
+        try await storage.unblock(user: "juliet", jids: [])
+        #expect(try await storage.blockList(of: "juliet").isEmpty)
+        #expect(try await storage.blockList(of: "romeo") == ["tybalt@example.net"], "only juliet's list was cleared")
+    }
+
+    @Test func unknownUsers() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let storage = try await SQLiteStorage.withAccounts(in: directory)
+        await #expect(throws: StorageError.accountNotFound(username: "mercutio")) {
+            try await storage.block(user: "mercutio", jids: ["tybalt@example.net"])
+        }
+        await #expect(throws: StorageError.accountNotFound(username: "mercutio")) {
+            try await storage.unblock(user: "mercutio", jids: [])
+        }
+        #expect(try await storage.blockList(of: "mercutio").isEmpty)
+    }
+}
