@@ -25,6 +25,11 @@ public protocol OfflineStore: Sendable {
     /// the next transaction together. One caller's messages get increasing ids in call order.
     func storeOffline(user: String, stanza: String, quota: Int) async throws -> Int64
 
+    /// Stores several messages in the given order, each with its own outcome (quota and
+    /// unknown users fail alone). Used by a caller that must keep the order in which it
+    /// accepted messages, which separate concurrent calls would not.
+    func storeOffline(_ requests: [OfflineStoreRequest]) async -> [Result<Int64, any Error>]
+
     /// Oldest first, at most `limit`.
     func offlineMessages(for user: String, limit: Int) async throws -> [OfflineMessage]
 
@@ -32,4 +37,17 @@ public protocol OfflineStore: Sendable {
     func deleteOffline(user: String, ids: [Int64]) async throws
 
     func offlineCount(for user: String) async throws -> Int
+}
+
+/// One message to store, for `storeOffline(_:)`.
+public struct OfflineStoreRequest: Sendable, Hashable {
+    public var user: String
+    public var stanza: String
+    public var quota: Int
+
+    public init(user: String, stanza: String, quota: Int) {
+        self.user = user
+        self.stanza = stanza
+        self.quota = quota
+    }
 }

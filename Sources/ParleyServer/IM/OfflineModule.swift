@@ -125,8 +125,8 @@ public final class OfflineModule: ServerModule, Sendable {
     }
 }
 
-/// Writes offline messages in the order they were accepted, many per durable commit: one
-/// writer drains the queue and hands each batch to the store in a single transaction.
+/// Hands offline messages to the store in the order they were accepted: one writer drains the
+/// queue and submits each batch as one ordered unit (the store group-commits it).
 final class OfflineWriter: Sendable {
     typealias Completion = @Sendable (Result<Int64, Error>) -> Void
 
@@ -165,12 +165,8 @@ final class OfflineWriter: Sendable {
                 return batch
             }
             if batch.isEmpty { return }
-            do {
-                let results = try await store.storeOffline(batch.map(\.0))
-                for (result, (_, completion)) in zip(results, batch) { completion(result) }
-            } catch {
-                for (_, completion) in batch { completion(.failure(error)) }
-            }
+            let results = await store.storeOffline(batch.map(\.0))
+            for (result, (_, completion)) in zip(results, batch) { completion(result) }
         }
     }
 }

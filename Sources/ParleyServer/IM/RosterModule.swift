@@ -91,10 +91,11 @@ public final class RosterModule: ServerModule {
             return
         }
         let name = item[attribute: "name"].flatMap { $0.isEmpty ? nil : $0 }
-        var groups: [String] = []
-        for group in item.children("group", namespace: RosterXML.namespace) where !groups.contains(group.text) {
-            groups.append(group.text)
+        var uniqueGroups: [String] = []
+        for group in item.children("group", namespace: RosterXML.namespace) where !uniqueGroups.contains(group.text) {
+            uniqueGroups.append(group.text)
         }
+        let groups = uniqueGroups
         if let error = validate(name: name, groups: groups, contact: contact, user: user) { return responder.error(error) }
         let maxItems = limits.maxItems
         let contactName = contact.description

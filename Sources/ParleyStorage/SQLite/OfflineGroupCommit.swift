@@ -19,7 +19,7 @@ final class OfflineGroupCommit: @unchecked Sendable {
     private struct Request: Sendable {
         let user: String
         let operation: Operation
-        let continuation: CheckedContinuation<Int64, any Error>
+        let complete: @Sendable (Result<Int64, any Error>) -> Void
     }
 
     private let pool: DatabasePool
@@ -39,15 +39,31 @@ final class OfflineGroupCommit: @unchecked Sendable {
     /// new message's id for a store, 0 for a deletion.
     func submit(user: String, _ operation: Operation) async throws -> Int64 {
         try await withCheckedThrowingContinuation { continuation in
-            let startWriter = lock.withLock {
-                queue.append(Request(user: user, operation: operation, continuation: continuation))
-                if writing { return false }
-                writing = true
-                return true
-            }
-            if startWriter {
-                Task.detached { await self.drain() }
-            }
+            enqueue([Request(user: user, operation: operation) { continuation.resume(with: $0) }])
+        }
+    }
+
+    /// Applies several operations in the given order (they stay adjacent in the queue, so no
+    /// other caller's request can come between them) and returns each one's outcome.
+    func submitAll(_ operations: [(user: String, operation: Operation)]) async -> [Result<Int64, any Error>] {
+        guard !operations.isEmpty else { return [] }
+        return await withCheckedContinuation { continuation in
+            let collector = ResultCollector(count: operations.count) { continuation.resume(returning: $0) }
+            enqueue(operations.enumerated().map { index, item in
+                Request(user: item.user, operation: item.operation) { collector.set(index, $0) }
+            })
+        }
+    }
+
+    private func enqueue(_ requests: [Request]) {
+        let startWriter = lock.withLock {
+            queue.append(contentsOf: requests)
+            if writing { return false }
+            writing = true
+            return true
+        }
+        if startWriter {
+            Task.detached { await self.drain() }
         }
     }
 
@@ -61,7 +77,7 @@ final class OfflineGroupCommit: @unchecked Sendable {
                 results = Array(repeating: .failure(error), count: batch.count)
             }
             for (request, result) in zip(batch, results) {
-                request.continuation.resume(with: result)
+                request.complete(result)
             }
         }
     }
@@ -131,5 +147,28 @@ final class OfflineGroupCommit: @unchecked Sendable {
                 return .success(0)
             }
         }
+    }
+}
+
+/// Gathers the outcomes of a batch submitted together and reports them all at once.
+private final class ResultCollector: @unchecked Sendable {
+    private let lock = NSLock()
+    private var results: [Result<Int64, any Error>?]
+    private var remaining: Int
+    private let done: @Sendable ([Result<Int64, any Error>]) -> Void
+
+    init(count: Int, done: @escaping @Sendable ([Result<Int64, any Error>]) -> Void) {
+        results = Array(repeating: nil, count: count)
+        remaining = count
+        self.done = done
+    }
+
+    func set(_ index: Int, _ result: Result<Int64, any Error>) {
+        let finished: [Result<Int64, any Error>]? = lock.withLock {
+            results[index] = result
+            remaining -= 1
+            return remaining == 0 ? results.map { $0! } : nil
+        }
+        if let finished { done(finished) }
     }
 }

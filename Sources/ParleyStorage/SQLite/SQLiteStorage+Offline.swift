@@ -6,6 +6,10 @@ extension SQLiteStorage: OfflineStore {
         try await offlineWriter.submit(user: user, .store(stanza: stanza, quota: quota))
     }
 
+    public func storeOffline(_ requests: [OfflineStoreRequest]) async -> [Result<Int64, any Error>] {
+        await offlineWriter.submitAll(requests.map { ($0.user, .store(stanza: $0.stanza, quota: $0.quota)) })
+    }
+
     public func offlineMessages(for user: String, limit: Int) async throws -> [OfflineMessage] {
         guard limit > 0 else { return [] }
         return try await pool.read { db in
