@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "ParleyTLS", targets: ["ParleyTLS"]),
         .library(name: "ParleyServer", targets: ["ParleyServer"]),
         .executable(name: "parleyd", targets: ["parleyd"]),
+        .library(name: "ParleyClient", targets: ["ParleyClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -73,6 +74,16 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
+        .target(
+            name: "ParleyClient",
+            dependencies: [
+                "ParleyCore", "ParleyStream", "ParleyTLS",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         .target(
             name: "ParleyTestSupport",

@@ -1,0 +1,52 @@
+import ParleyCore
+import ParleyTLS
+
+/// How a client connects and behaves when the connection is lost.
+public struct ClientConfiguration: Sendable {
+    public enum Security: Sendable, Equatable {
+        /// Plain TCP, then STARTTLS (RFC 6120 §5); the usual port 5222.
+        case startTLS
+        /// TLS from the first byte (XEP-0368), usually port 5223.
+        case directTLS
+        /// No TLS at all: for tests against a local server only. PLAIN is never used here.
+        case none
+    }
+
+    public struct Reconnect: Sendable, Equatable {
+        public var enabled = true
+        public var initialDelay: Duration = .seconds(1)
+        public var maximumDelay: Duration = .seconds(60)
+        public var multiplier = 2.0
+        /// Each delay is randomly shortened by up to this fraction, so clients cut off together
+        /// do not come back together.
+        public var jitter = 0.3
+        public init() {}
+    }
+
+    public var jid: JID
+    public var password: String
+    /// Connect here instead of the JID's domain (and its DNS SRV records).
+    public var host: String?
+    public var port: Int?
+    public var security = Security.startTLS
+    public var trust = TLSTrust.systemDefault
+    /// Resource to ask for; nil lets the server choose.
+    public var resource: String?
+    public var reconnect = Reconnect()
+    /// Ping the server after this long without traffic (XEP-0199) ...
+    public var heartbeatInterval: Duration = .seconds(30)
+    /// ... and give the connection up if the answer takes longer than this.
+    public var heartbeatTimeout: Duration = .seconds(10)
+    /// Time allowed for the TCP connection, TLS and authentication together.
+    public var connectTimeout: Duration = .seconds(20)
+    /// Send initial presence once connected (needed to receive messages sent to the bare JID).
+    public var sendsInitialPresence = true
+
+    public init(jid: JID, password: String) {
+        self.jid = jid
+        self.password = password
+    }
+
+    var serverHost: String { host ?? jid.domainpart }
+    var serverPort: Int { port ?? (security == .directTLS ? 5223 : 5222) }
+}

@@ -1,0 +1,61 @@
+import NIOCore
+import NIOPosix
+import ParleyCore
+import ParleyStream
+import ParleyTLS
+
+/// One TCP (and TLS) connection to a server, negotiated up to a bound session.
+final class ClientConnection: Sendable {
+    let channel: any Channel
+
+    private init(channel: any Channel) {
+        self.channel = channel
+    }
+
+    /// Connects and starts negotiating; the callbacks run on the connection's event loop.
+    static func open(
+        configuration: ClientConfiguration, tls: TLSContext?, group: any EventLoopGroup,
+        callbacks: @escaping @Sendable () -> ClientStreamHandler.Callbacks
+    ) async throws -> ClientConnection {
+        let keepalive = StreamKeepaliveHandler.Configuration(
+            whitespaceInterval: nil, pingAfter: TimeAmount(configuration.heartbeatInterval),
+            idleTimeout: TimeAmount(configuration.heartbeatInterval + configuration.heartbeatTimeout))
+        let timeout = TimeAmount(configuration.connectTimeout)
+        let channel = try await ClientBootstrap(group: group)
+            .connectTimeout(timeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let pipeline = channel.pipeline.syncOperations
+                    if configuration.security == .directTLS, let tls {
+                        try pipeline.addHandler(TLSHandler(context: tls, serverName: configuration.jid.domainpart))
+                    }
+                    try pipeline.addHandler(StreamKeepaliveHandler(configuration: keepalive))
+                    try pipeline.addHandler(XMLStreamDecoder())
+                    try pipeline.addHandler(XMLStreamEncoder())
+                    try pipeline.addHandler(ClientStreamHandler(configuration: configuration, tls: tls, callbacks: callbacks()))
+                }
+            }
+            .connect(host: configuration.serverHost, port: configuration.serverPort).get()
+        return ClientConnection(channel: channel)
+    }
+
+    func send(_ stanza: XMLElement) {
+        channel.writeAndFlush(XMLStreamOutput.element(stanza), promise: nil)
+    }
+
+    /// Ends the stream politely: `</stream:stream>`, then the TCP (and TLS) close.
+    func close() {
+        let channel = self.channel
+        channel.writeAndFlush(XMLStreamOutput.close).whenComplete { _ in
+            channel.close(promise: nil)
+        }
+    }
+}
+
+extension TimeAmount {
+    init(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}

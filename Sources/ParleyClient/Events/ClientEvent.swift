@@ -1,0 +1,67 @@
+import ParleyCore
+
+/// Everything a client reports to the application, in order, on `XMPPClient.events`.
+public enum ClientEvent: Sendable, Equatable {
+    case connecting
+    /// Authenticated and bound; `jid` is the full JID the server gave.
+    case connected(jid: JID)
+    case disconnected(DisconnectReason)
+    /// The connection was lost; the client tries again after `delay`.
+    case reconnecting(attempt: Int, delay: Duration)
+    /// The server ended the session for a reason reconnecting would not fix; the client stays
+    /// disconnected until the application calls `connect()` again.
+    case kicked(KickReason)
+    case message(ChatMessage)
+    /// A delivery receipt (XEP-0184) for a message this client sent.
+    case delivered(messageID: String, by: JID)
+    case presence(PresenceUpdate)
+    /// A friend request: `from` asks to see our presence, with an optional note.
+    case contactRequest(from: JID, message: String?)
+    case contactAccepted(JID)
+    case contactDeclined(JID)
+    case contactRemoved(JID)
+    case rosterChanged([Contact])
+    /// A stanza error for something this client sent.
+    case stanzaError(id: String?, from: JID?, error: StanzaError)
+}
+
+public enum DisconnectReason: Sendable, Equatable, CustomStringConvertible {
+    /// The application asked for it.
+    case requested
+    /// Network loss, connection refused, timeout, or a TLS or stream failure.
+    case connectionLost(String)
+    /// The server is shutting down or restarting (`<system-shutdown/>`).
+    case serverShutdown
+    case authenticationFailed(String)
+    case certificateUntrusted(String)
+
+    public var description: String {
+        switch self {
+        case .requested: "disconnected"
+        case .connectionLost(let detail): "connection lost: \(detail)"
+        case .serverShutdown: "the server is shutting down"
+        case .authenticationFailed(let detail): "authentication failed: \(detail)"
+        case .certificateUntrusted(let detail): "untrusted certificate: \(detail)"
+        }
+    }
+}
+
+public enum KickReason: Sendable, Equatable, CustomStringConvertible {
+    /// `<conflict/>`: the same account signed in on another device (or with this resource).
+    case loggedInElsewhere
+    /// The account was deleted.
+    case accountRemoved
+    /// `<not-authorized/>` after the session began: typically the password was changed.
+    case credentialsRevoked
+    /// Another stream error that reconnecting would only repeat.
+    case streamError(StreamErrorCondition, String?)
+
+    public var description: String {
+        switch self {
+        case .loggedInElsewhere: "your account logged in on another device"
+        case .accountRemoved: "your account was removed"
+        case .credentialsRevoked: "your password was changed; sign in again"
+        case .streamError(let condition, let text): text.map { "\(condition.rawValue): \($0)" } ?? condition.rawValue
+        }
+    }
+}

@@ -1,0 +1,296 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import ParleyCore
+import ParleyStream
+import ParleyTLS
+
+/// An XMPP client: one account's connection to its server, kept up by itself.
+///
+/// It reconnects after network loss or a server restart (exponential backoff with jitter),
+/// keeps what the application sends while disconnected and sends it once connected again,
+/// and reports everything on `events`. It does not reconnect after being kicked (another
+/// login, account removed, password changed) or after failed authentication: doing so would
+/// only fight the other device or hammer the server.
+public actor XMPPClient {
+    public nonisolated let events: AsyncStream<ClientEvent>
+    public let configuration: ClientConfiguration
+    /// The full JID of the current session, once connected.
+    public private(set) var boundJID: JID?
+
+    private let eventSink: AsyncStream<ClientEvent>.Continuation
+    private let group: any EventLoopGroup
+    private let logger: Logger
+    private let tls: TLSContext?
+    private var connection: ClientConnection?
+    private var state = State.idle
+    private var outbox: [XMLElement] = []
+    private var pendingRequests: [String: CheckedContinuation<XMLElement, any Error>] = [:]
+    private var connectWaiters: [CheckedContinuation<Void, any Error>] = []
+    private var reconnectTask: Task<Void, Never>?
+    private var attempt = 0
+    private var stanzaHandlers: [@Sendable (XMLElement) async -> Void] = []
+    private var nextID = 0
+
+    private enum State {
+        case idle, connecting, connected, waitingToReconnect, stopped
+    }
+
+    public init(configuration: ClientConfiguration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, logger: Logger = Logger(label: "parley.client")) throws {
+        self.configuration = configuration
+        self.group = group
+        self.logger = logger
+        (events, eventSink) = AsyncStream.makeStream(of: ClientEvent.self, bufferingPolicy: .unbounded)
+        tls = configuration.security == .none ? nil : try TLSContext(client: TLSClientConfiguration(trust: configuration.trust, alpnProtocols: configuration.security == .directTLS ? ["xmpp-client"] : []))
+    }
+
+    // MARK: Connecting
+
+    /// Connects and returns once the session is bound, or throws why it could not be. After
+    /// that, the client stays connected by itself until `disconnect()` or a kick.
+    public func connect() async throws {
+        switch state {
+        case .connected: return
+        case .connecting, .waitingToReconnect:
+            return try await withCheckedThrowingContinuation { connectWaiters.append($0) }
+        case .idle, .stopped:
+            attempt = 0
+            try await withCheckedThrowingContinuation { continuation in
+                connectWaiters.append(continuation)
+                startConnecting()
+            }
+        }
+    }
+
+    public func disconnect() {
+        state = .stopped
+        reconnectTask?.cancel()
+        reconnectTask = nil
+        connection?.close()
+        connection = nil
+        boundJID = nil
+        failPendingRequests(ClientError.disconnected)
+        resumeConnectWaiters(with: ClientError.disconnected)
+        eventSink.yield(.disconnected(.requested))
+    }
+
+    private func startConnecting() {
+        state = .connecting
+        eventSink.yield(.connecting)
+        Task { await openConnection() }
+    }
+
+    private func openConnection() async {
+        let configuration = self.configuration
+        do {
+            let connection = try await ClientConnection.open(configuration: configuration, tls: tls, group: group) { [weak self] in
+                ClientStreamHandler.Callbacks(
+                    onEstablished: { jid in Task { await self?.established(jid) } },
+                    onStanza: { stanza in Task { await self?.received(stanza) } },
+                    onClosed: { end in Task { await self?.connectionEnded(end) } })
+            }
+            if state == .stopped {
+                connection.close()
+                return
+            }
+            self.connection = connection
+        } catch {
+            connectionEnded(.connectionLost("cannot connect to \(configuration.serverHost):\(configuration.serverPort): \(describe(error))"))
+        }
+    }
+
+    private func established(_ jid: JID) {
+        guard state == .connecting else { return }
+        state = .connected
+        attempt = 0
+        boundJID = jid
+        eventSink.yield(.connected(jid: jid))
+        if configuration.sendsInitialPresence {
+            connection?.send(XMLElement("presence", namespace: XMLNamespace.client))
+        }
+        // What the application sent while we were away goes out now, in order.
+        let queued = outbox
+        outbox = []
+        for stanza in queued { connection?.send(stanza) }
+        resumeConnectWaiters(with: nil)
+    }
+
+    private func connectionEnded(_ end: ConnectionEnd) {
+        guard state == .connecting || state == .connected else { return }
+        connection = nil
+        boundJID = nil
+        failPendingRequests(ClientError.disconnected)
+        switch end {
+        case .streamError(let error):
+            if let kick = Self.kickReason(for: error) {
+                state = .stopped
+                eventSink.yield(.kicked(kick))
+                resumeConnectWaiters(with: ClientError.kicked(kick))
+                return
+            }
+            scheduleReconnect(after: error.condition == .systemShutdown ? .serverShutdown : .connectionLost(error.description))
+        case .authenticationFailed(let reason):
+            state = .stopped
+            eventSink.yield(.disconnected(.authenticationFailed(reason)))
+            resumeConnectWaiters(with: ClientError.authenticationFailed(reason))
+        case .certificateUntrusted(let reason):
+            state = .stopped
+            eventSink.yield(.disconnected(.certificateUntrusted(reason)))
+            resumeConnectWaiters(with: ClientError.certificateUntrusted(reason))
+        case .connectionLost(let reason):
+            scheduleReconnect(after: .connectionLost(reason))
+        }
+    }
+
+    /// Stream errors after which reconnecting would repeat the same refusal, or fight
+    /// another device for the account (RFC 6120 §7.7.2.2; XMPPFramework learned this too).
+    static func kickReason(for error: StreamError) -> KickReason? {
+        switch error.condition {
+        case .conflict:
+            return .loggedInElsewhere
+        case .notAuthorized:
+            let text = error.text?.lowercased() ?? ""
+            return text.contains("removed") || text.contains("deleted") ? .accountRemoved : .credentialsRevoked
+        case .hostUnknown, .invalidNamespace, .unsupportedVersion, .policyViolation, .badFormat, .invalidFrom:
+            return .streamError(error.condition, error.text)
+        default:
+            return nil
+        }
+    }
+
+    private func scheduleReconnect(after reason: DisconnectReason) {
+        eventSink.yield(.disconnected(reason))
+        guard configuration.reconnect.enabled else {
+            state = .stopped
+            resumeConnectWaiters(with: ClientError.connectionFailed(reason.description))
+            return
+        }
+        attempt += 1
+        let delay = ReconnectBackoff.delay(attempt: attempt, policy: configuration.reconnect)
+        state = .waitingToReconnect
+        eventSink.yield(.reconnecting(attempt: attempt, delay: delay))
+        reconnectTask = Task { [weak self] in
+            try? await Task.sleep(for: delay)
+            guard !Task.isCancelled else { return }
+            await self?.reconnectNow()
+        }
+    }
+
+    private func reconnectNow() {
+        guard state == .waitingToReconnect else { return }
+        startConnecting()
+    }
+
+    private func resumeConnectWaiters(with error: (any Error)?) {
+        let waiters = connectWaiters
+        connectWaiters = []
+        for waiter in waiters {
+            if let error { waiter.resume(throwing: error) } else { waiter.resume() }
+        }
+    }
+
+    // MARK: Sending
+
+    /// Sends a stanza now, or as soon as the client is connected again.
+    public func send(_ stanza: XMLElement) {
+        var stanza = stanza
+        if stanza.namespace == nil { stanza.namespace = XMLNamespace.client }
+        if state == .connected, let connection {
+            connection.send(stanza)
+        } else {
+            outbox.append(stanza)
+        }
+    }
+
+    /// Sends an iq get or set and returns the result; a type='error' answer throws its
+    /// `StanzaError`.
+    public func request(_ iq: XMLElement, timeout: Duration = .seconds(30)) async throws -> XMLElement {
+        guard state == .connected, let connection else { throw ClientError.disconnected }
+        var iq = iq
+        if iq.namespace == nil { iq.namespace = XMLNamespace.client }
+        let id = iq.id ?? makeID()
+        iq.id = id
+        let sent = iq
+        let timeoutTask = Task { [weak self] in
+            try? await Task.sleep(for: timeout)
+            await self?.expire(id)
+        }
+        defer { timeoutTask.cancel() }
+        return try await withCheckedThrowingContinuation { continuation in
+            pendingRequests[id] = continuation
+            connection.send(sent)
+        }
+    }
+
+    private func expire(_ id: String) {
+        pendingRequests.removeValue(forKey: id)?.resume(throwing: ClientError.timeout)
+    }
+
+    private func failPendingRequests(_ error: ClientError) {
+        let pending = pendingRequests
+        pendingRequests = [:]
+        for continuation in pending.values { continuation.resume(throwing: error) }
+    }
+
+    public func makeID() -> String {
+        nextID += 1
+        return "parley-\(nextID)-\(UInt32.random(in: .min ... .max))"
+    }
+
+    // MARK: Receiving
+
+    /// Registers code that sees every stanza received (the IM layer builds on this).
+    public func addStanzaHandler(_ handler: @escaping @Sendable (XMLElement) async -> Void) {
+        stanzaHandlers.append(handler)
+    }
+
+    /// Reports an event to the application (for layers built on the client).
+    public func emit(_ event: ClientEvent) {
+        eventSink.yield(event)
+    }
+
+    private func received(_ stanza: XMLElement) async {
+        if stanza.name == "iq", stanza.type == "result" || stanza.type == "error", let id = stanza.id,
+            let continuation = pendingRequests.removeValue(forKey: id)
+        {
+            if stanza.type == "error" {
+                continuation.resume(throwing: StanzaError(stanza: stanza) ?? StanzaError(.undefinedCondition))
+            } else {
+                continuation.resume(returning: stanza)
+            }
+            return
+        }
+        if stanza.name == "iq", stanza.type == "get" || stanza.type == "set",
+            stanza.firstChild("ping", namespace: "urn:xmpp:ping") != nil
+        {
+            return send(stanza.iqResult())
+        }
+        for handler in stanzaHandlers { await handler(stanza) }
+    }
+
+    private nonisolated func describe(_ error: any Error) -> String {
+        if let error = error as? IOError { return error.description }
+        return "\(error)"
+    }
+}
+
+public enum ClientError: Error, Sendable, Equatable, CustomStringConvertible {
+    case disconnected
+    case timeout
+    case kicked(KickReason)
+    case authenticationFailed(String)
+    case certificateUntrusted(String)
+    case connectionFailed(String)
+
+    public var description: String {
+        switch self {
+        case .disconnected: "not connected"
+        case .timeout: "the server did not answer in time"
+        case .kicked(let reason): "signed out: \(reason)"
+        case .authenticationFailed(let reason): "authentication failed: \(reason)"
+        case .certificateUntrusted(let reason): "untrusted certificate: \(reason)"
+        case .connectionFailed(let reason): reason
+        }
+    }
+}
