@@ -40,6 +40,7 @@ public final class StreamKeepaliveHandler: ChannelDuplexHandler, RemovableChanne
     private var timer: Scheduled<Void>?
     private var timedOut = false
     private var idleReported = false
+    private var running = false
 
     public init(configuration: Configuration) {
         self.configuration = configuration
@@ -64,31 +65,46 @@ public final class StreamKeepaliveHandler: ChannelDuplexHandler, RemovableChanne
     }
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        lastRead = .now()
-        idleReported = false
+        lastRead = context.eventLoop.now
+        if idleReported {
+            // The next PeerIdle is due `pingAfter` from now, which may come before the armed
+            // timer, or there may be no timer at all (nothing else configured).
+            idleReported = false
+            if running, !timedOut { rearm(context: context) }
+        }
         context.fireChannelRead(data)
     }
 
     public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        lastWrite = .now()
+        lastWrite = context.eventLoop.now
         context.write(data, promise: promise)
     }
 
     private func start(context: ChannelHandlerContext) {
-        guard timer == nil else { return }
-        lastRead = .now()
-        lastWrite = .now()
+        guard !running else { return }
+        running = true
+        lastRead = context.eventLoop.now
+        lastWrite = lastRead
         scheduleCheck(context: context)
     }
 
     private func stop() {
+        running = false
         timer?.cancel()
         timer = nil
+    }
+
+    private func rearm(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+        scheduleCheck(context: context)
     }
 
     /// One timer per connection, re-armed for whichever deadline comes first, rather than
     /// one per direction: at 10,000 idle sessions every timer counts.
     private func scheduleCheck(context: ChannelHandlerContext) {
+        // A handler that reacted to PeerIdle may have closed the channel (and stopped us).
+        guard running else { return }
         var deadlines: [NIODeadline] = []
         if let interval = configuration.whitespaceInterval { deadlines.append(lastWrite + interval) }
         if let timeout = configuration.idleTimeout { deadlines.append(lastRead + timeout) }
@@ -103,7 +119,8 @@ public final class StreamKeepaliveHandler: ChannelDuplexHandler, RemovableChanne
 
     private func check(context: ChannelHandlerContext) {
         timer = nil
-        let now = NIODeadline.now()
+        // The loop's clock, which the timer ran on (and which tests can drive).
+        let now = context.eventLoop.now
         if let timeout = configuration.idleTimeout, now >= lastRead + timeout, !timedOut {
             timedOut = true
             let seconds = timeout.nanoseconds / 1_000_000_000

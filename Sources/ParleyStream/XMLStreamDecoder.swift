@@ -28,6 +28,10 @@ public final class XMLStreamDecoder: ChannelDuplexHandler, RemovableChannelHandl
     private var pendingRestart: Restart?
     private var isFeeding = false
     private var failed = false
+    /// Set by a restart until the new stream's first non-whitespace byte: XML allows nothing
+    /// before an XML declaration, but whitespace the peer sent between the old stream's last
+    /// element and the new header (a keepalive, a newline after `</auth>`) is legal XMPP.
+    private var skippingLeadingWhitespace = false
 
     public init(limits: XMLStreamParser.Limits = .init()) {
         parser = XMLStreamParser(limits: limits)
@@ -37,11 +41,15 @@ public final class XMLStreamDecoder: ChannelDuplexHandler, RemovableChannelHandl
         guard !failed else { return }
         var buffer = unwrapInboundIn(data)
         while buffer.readableBytes > 0, !failed {
+            if skippingLeadingWhitespace {
+                skipWhitespace(&buffer)
+                if buffer.readableBytes == 0 { break }
+            }
             let consumed = feed(buffer, context: context)
             buffer.moveReaderIndex(forwardBy: consumed)
             guard let restart = pendingRestart else { break }
             pendingRestart = nil
-            parser.reset()
+            resetParser()
             if case .afterTLS = restart { break }
         }
     }
@@ -57,9 +65,20 @@ public final class XMLStreamDecoder: ChannelDuplexHandler, RemovableChannelHandl
             // Applied when the parser returns, so the bytes that follow go to the new stream.
             pendingRestart = restart
         } else {
-            parser.reset()
+            resetParser()
         }
         promise?.succeed(())
+    }
+
+    private func resetParser() {
+        parser.reset()
+        skippingLeadingWhitespace = true
+    }
+
+    private func skipWhitespace(_ buffer: inout ByteBuffer) {
+        let whitespace = buffer.readableBytesView.prefix { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
+        buffer.moveReaderIndex(forwardBy: whitespace.count)
+        if buffer.readableBytes > 0 { skippingLeadingWhitespace = false }
     }
 
     private func feed(_ buffer: ByteBuffer, context: ChannelHandlerContext) -> Int {
