@@ -109,6 +109,9 @@ public final class XMLStreamParser {
         var offset = 0
         while offset < count {
             let length = min(count - offset, Self.maxSlice)
+            if state.pointee.fedTotal < 4 {
+                try checkStreamStart(base + offset, length)
+            }
             state.pointee.sliceStart = state.pointee.fedTotal
             state.pointee.fedTotal += length
             let status = xmlParseChunk(
@@ -129,6 +132,15 @@ public final class XMLStreamParser {
             try checkUnfinishedSizes()
         }
         return count
+    }
+
+    /// Refuses UTF-16, UTF-32 and EBCDIC by their first bytes, before libxml2 converts them.
+    private func checkStreamStart(_ bytes: UnsafeRawPointer, _ count: Int) throws(StreamError) {
+        let wanted = min(4 - state.pointee.streamStart.count, count)
+        for index in 0..<wanted { state.pointee.streamStart.append(bytes.load(fromByteOffset: index, as: UInt8.self)) }
+        if XMLStreamEncoding.isForeignStart(state.pointee.streamStart) {
+            throw fail(XMLStreamParserErrors.encoding(nil))
+        }
     }
 
     /// Bytes that gave no callback yet (a huge start tag or text node still arriving) count too.

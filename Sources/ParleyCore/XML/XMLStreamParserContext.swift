@@ -7,6 +7,7 @@ import CLibXML2
 /// - a DOCTYPE fails the stream in `internalSubset`, before libxml2 reads any declaration;
 /// - `getEntity` knows no entity, so `&foo;` is libxml2's fatal error 26;
 /// - comments and processing instructions fail the stream;
+/// - no encoding but UTF-8: `XML_PARSE_IGNORE_ENC`, see `XMLStreamEncoding`;
 /// - errors come through this context's structured handler (`serror`), never libxml2's
 ///   process-wide hooks, which FoundationXML sets in the same process.
 enum XMLStreamParserContext {
@@ -14,7 +15,7 @@ enum XMLStreamParserContext {
 
     static let options = Int32(
         XML_PARSE_NONET.rawValue | XML_PARSE_NOCDATA.rawValue | XML_PARSE_NOERROR.rawValue
-            | XML_PARSE_NOWARNING.rawValue)
+            | XML_PARSE_NOWARNING.rawValue | XML_PARSE_IGNORE_ENC.rawValue)
 
     /// A new push-parser context whose callbacks work on `state`.
     static func make(for state: State) -> xmlParserCtxtPtr {
