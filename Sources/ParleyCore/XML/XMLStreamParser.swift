@@ -31,9 +31,9 @@ public final class XMLStreamParser {
         case `continue`, stop
     }
 
-    /// When the names seen reach these sizes, the libxml2 context (and so its dictionary, which
-    /// only grows) is replaced at the next stanza boundary. Honest peers never get near this.
-    static let dictionaryRecycleBytes = 512 * 1024
+    /// When this many distinct names were seen, the libxml2 context (and so its dictionary, which
+    /// only grows) is replaced at the next stanza boundary, as when the dictionary's memory grows
+    /// past a quarter of its limit. Honest peers never get near either.
     static let dictionaryRecycleNames = 32_768
     /// The most bytes handed to libxml2 in one call, so the size limits are checked often.
     static let maxSlice = 64 * 1024
@@ -48,6 +48,7 @@ public final class XMLStreamParser {
 
     deinit {
         if let context = state.pointee.context { xmlFreeParserCtxt(context) }
+        state.pointee.releaseStorage()
         state.deinitialize(count: 1)
         state.deallocate()
     }
@@ -94,7 +95,7 @@ public final class XMLStreamParser {
     public func reset() {
         let hadFailure = state.pointee.failure != nil
         state.pointee.resetDocument()
-        if hadFailure || state.pointee.names.bytes > Self.dictionaryRecycleBytes / 2 {
+        if hadFailure || state.pointee.dictionaryIsLarge {
             replaceContext()
         } else {
             XMLStreamParserContext.reset(state.pointee.context.unsafelyUnwrapped, state: state)

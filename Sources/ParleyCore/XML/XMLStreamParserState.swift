@@ -1,5 +1,11 @@
 import CLibXML2
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Everything the SAX callbacks of one `XMLStreamParser` work on.
 ///
 /// It lives in a heap block the parser allocates once (`UnsafeMutablePointer`), which libxml2
@@ -27,8 +33,9 @@ struct XMLStreamParserState {
     /// Open elements, the root included.
     var depth = 0
     /// The elements of the current stanza whose end tag has not arrived yet, outermost first:
-    /// built in place, so closing one is a move into its parent.
-    var frames: [XMLElement] = []
+    /// built in place, so closing one is a move into its parent. `maxDepth` slots, manual.
+    let frames: UnsafeMutablePointer<XMLElement>
+    var frameCount = 0
     /// Character data since the last tag, merged into one text node.
     var pendingText: [UInt8] = []
     var names = XMLNameInterner()
@@ -55,8 +62,23 @@ struct XMLStreamParserState {
 
     init(limits: XMLStreamParser.Limits) {
         self.limits = limits
-        frames.reserveCapacity(limits.maxDepth + 1)
+        frames = .allocate(capacity: max(limits.maxDepth, 1))
         pendingText.reserveCapacity(1024)
+    }
+
+    /// Whether libxml2's dictionary (which only grows) should be replaced at this boundary.
+    var dictionaryIsLarge: Bool {
+        guard let context else { return false }
+        return xmlDictGetUsage(context.pointee.dict) > XMLStreamParserContext.dictionaryRecycleUsage(limits)
+            || names.count > XMLStreamParser.dictionaryRecycleNames
+    }
+
+    /// Frees the manually managed storage; the state must not be used afterwards.
+    mutating func releaseStorage() {
+        frames.deinitialize(count: frameCount)
+        frames.deallocate()
+        frameCount = 0
+        names.deallocate()
     }
 
     /// Forgets the document, keeping the buffers' capacity.
@@ -66,7 +88,8 @@ struct XMLStreamParserState {
         sliceStart = 0
         boundary = 0
         depth = 0
-        frames.removeAll(keepingCapacity: true)
+        frames.deinitialize(count: frameCount)
+        frameCount = 0
         pendingText.removeAll(keepingCapacity: true)
         header = nil
         streamStart = []
@@ -139,18 +162,12 @@ struct XMLStreamParserState {
             return fail(XMLStreamParserErrors.stanzaTooLarge(limits.maxStanzaBytes))
         }
         if level > 1 {
-            flushText(into: frames.count - 1)
-        }
-        // Declarations on inner elements are not kept (every name is resolved), but what they
-        // add to libxml2's dictionary is counted.
-        if namespaceCount > 0, let namespaces {
-            for index in 0..<(namespaceCount * 2) {
-                if let name = namespaces[index] { _ = names.string(for: name) }
-            }
+            flushText(into: frameCount - 1)
         }
         var element = XMLElement(names.string(for: localName), attributes: makeAttributes(attributeCount, attributes))
         if let uri { element.namespace = names.string(for: uri) }
-        frames.append(element)
+        (frames + frameCount).initialize(to: element)
+        frameCount += 1
         depth = level + 1
     }
 
@@ -163,10 +180,11 @@ struct XMLStreamParserState {
             rootClosed = true
             return emit(.streamClosed, end: position())
         }
-        if !pendingText.isEmpty { flushText(into: frames.count - 1) }
-        let element = frames.removeLast()
+        if !pendingText.isEmpty { flushText(into: frameCount - 1) }
+        frameCount -= 1
+        let element = (frames + frameCount).move()
         if level > 1 {
-            Self.append(.element(element), to: &frames[frames.count - 1])
+            Self.append(.element(element), to: &frames[frameCount - 1])
             return
         }
         let end = position()
@@ -175,10 +193,7 @@ struct XMLStreamParserState {
         }
         boundary = end
         emit(.stanza(element), end: end)
-        if stopPosition == nil, end >= sliceStart,
-            names.bytes > XMLStreamParser.dictionaryRecycleBytes
-                || names.count > XMLStreamParser.dictionaryRecycleNames
-        {
+        if stopPosition == nil, end >= sliceStart, dictionaryIsLarge {
             recyclePosition = end
             xmlStopParser(context)
         }
@@ -292,7 +307,7 @@ struct XMLStreamParserState {
     @inline(__always)
     static func attributeValue(_ start: UnsafePointer<xmlChar>, _ count: Int) -> String {
         let bytes = UnsafeBufferPointer(start: start, count: count)
-        guard bytes.contains(UInt8(ascii: "&")) else { return String(decoding: bytes, as: UTF8.self) }
+        guard memchr(start, Int32(UInt8(ascii: "&")), count) != nil else { return String(decoding: bytes, as: UTF8.self) }
         var decoded: [UInt8] = []
         decoded.reserveCapacity(count)
         var index = 0
