@@ -162,8 +162,9 @@ enum ParserBenchmark: Benchmark {
         defer { xmlFreeParserCtxt(context) }
         xmlCtxtUseOptions(
             context,
+            // The options XMLStreamParser uses.
             Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOCDATA.rawValue | XML_PARSE_NOERROR.rawValue
-                | XML_PARSE_NOWARNING.rawValue))
+                | XML_PARSE_NOWARNING.rawValue | XML_PARSE_IGNORE_ENC.rawValue))
         stream.withUnsafeBytes { all in
             let base = all.baseAddress!.assumingMemoryBound(to: CChar.self)
             var offset = 0

@@ -288,17 +288,23 @@ struct XMLStreamParserState {
         _ count: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
     ) -> [XMLAttribute] {
         guard count > 0, let attributes else { return [] }
-        var result: [XMLAttribute] = []
-        result.reserveCapacity(count)
-        for index in 0..<count {
+        return (0..<count).map { index in
             let fields = attributes + index * 5
             let name = names.string(for: fields[0].unsafelyUnwrapped)
             let namespace: String? = if let uri = fields[2] { names.string(for: uri) } else { nil }
             let start = fields[3].unsafelyUnwrapped
             let value = Self.attributeValue(start, fields[4].unsafelyUnwrapped - start)
-            result.append(XMLAttribute(name, value, namespace: namespace))
+            return XMLAttribute(name, value, namespace: namespace)
         }
-        return result
+    }
+
+    /// A String from bytes libxml2 has already checked to be UTF-8.
+    @inline(__always)
+    private static func makeString(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: bytes.count) { buffer in
+            buffer.baseAddress.unsafelyUnwrapped.update(from: bytes.baseAddress.unsafelyUnwrapped, count: bytes.count)
+            return bytes.count
+        }
     }
 
     /// An attribute value as a String. Without entity substitution, libxml2 hands every `&`
@@ -307,7 +313,7 @@ struct XMLStreamParserState {
     @inline(__always)
     static func attributeValue(_ start: UnsafePointer<xmlChar>, _ count: Int) -> String {
         let bytes = UnsafeBufferPointer(start: start, count: count)
-        guard memchr(start, Int32(UInt8(ascii: "&")), count) != nil else { return String(decoding: bytes, as: UTF8.self) }
+        guard memchr(start, Int32(UInt8(ascii: "&")), count) != nil else { return makeString(bytes) }
         var decoded: [UInt8] = []
         decoded.reserveCapacity(count)
         var index = 0
