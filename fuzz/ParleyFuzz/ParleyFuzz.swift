@@ -104,8 +104,10 @@ enum ParleyFuzzHarness {
 
 #if FUZZING
 // SwiftPM links an executable with `main` aliased to `ParleyFuzz_main`, which hides libFuzzer's
-// own `main`; this one hands control to libFuzzer's driver instead.
-@_extern(c, "LLVMFuzzerRunDriver")
+// own `main`; this one hands control to libFuzzer's driver instead. (`@_silgen_name` rather than
+// `@_extern(c)`, which needs an experimental flag: with only pointer arguments and an Int32
+// result, Swift's calling convention passes them exactly as C does on x86-64 and arm64.)
+@_silgen_name("LLVMFuzzerRunDriver")
 func llvmFuzzerRunDriver(
     _ argc: UnsafeMutablePointer<CInt>,
     _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
