@@ -271,6 +271,21 @@ struct XMLStreamParserBehaviourTests {
         #expect(events.count == 3)
     }
 
+    @Test func utf8ByteOrderMarkAndDeclarationsAreAccepted() throws {
+        let root = "<stream:stream xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'><presence/>"
+        for prefix in [
+            [0xEF, 0xBB, 0xBF] + Array("<?xml version='1.0'?>".utf8),
+            Array("<?xml version=\"1.0\" encoding=\"utf-8\" standalone='yes'?>".utf8),
+            Array("<?xml version='1.0' encoding = 'UTF8' ?>\n".utf8),
+            [0xEF, 0xBB, 0xBF],
+        ] {
+            for chunking in [ParserTesting.Chunking.whole, .fixed(1)] {
+                let events = try ParserTesting.events(prefix + Array(root.utf8), chunking)
+                #expect(events.count == 2, "\(prefix) \(chunking)")
+            }
+        }
+    }
+
     @Test func unprefixedStreamsRootIsAccepted() throws {
         let events = try ParserTesting.events("<stream xmlns='http://etherx.jabber.org/streams'><x xmlns='y'/>")
         guard case .streamOpened(let header) = events.first else { Issue.record("no header"); return }

@@ -8,9 +8,7 @@ import CLibXML2
 /// open-addressing table keyed by the pointer turns "decode and allocate a String" into a
 /// multiply, a mask and a compare. The table must be emptied whenever the dictionary is freed.
 ///
-/// It also counts what it has seen, which is (almost exactly) what the peer has added to the
-/// dictionary: the stream parser uses that to replace a context whose dictionary grew large
-/// before libxml2's own limit would kill the stream.
+/// It counts the names it holds, so the stream parser can bound it (with the dictionary).
 ///
 /// Storage is manual (the owner calls `deallocate()`): lookups are on the hottest path.
 struct XMLNameInterner {
@@ -23,8 +21,6 @@ struct XMLNameInterner {
     private var mask: Int
     /// Distinct names seen since the last `removeAll()`.
     private(set) var count = 0
-    /// Bytes of those names, each with the terminating NUL libxml2 stores too.
-    private(set) var bytes = 0
 
     init(capacity: Int = 64) {
         var size = 16
@@ -64,7 +60,6 @@ struct XMLNameInterner {
         let string = String(decoding: UnsafeBufferPointer(start: pointer, count: length), as: UTF8.self)
         entries[index] = Entry(key: UInt(bitPattern: pointer), value: string)
         count += 1
-        bytes += length + 1
         if count * 2 > mask + 1 { grow() }
         return string
     }
