@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-# PARLEYD_BIN lets a run point at another build (e.g. .build/release/parleyd).
-PARLEYD = Path(os.environ.get("PARLEYD_BIN", REPO_ROOT / ".build" / "debug" / "parleyd"))
+# INTEROP_PARLEYD lets a run point at another build (e.g. .build/release/parleyd); not a
+# PARLEYD_* name, which parleyd itself would refuse as an unknown option.
+PARLEYD = Path(os.environ.get("INTEROP_PARLEYD", REPO_ROOT / ".build" / "debug" / "parleyd"))
 HOST = "127.0.0.1"
 DOMAIN = "localhost"
 LOG_LEVEL = os.environ.get("INTEROP_LOG_LEVEL", "debug")
@@ -55,6 +56,8 @@ class Parleyd:
     accounts: dict[str, Account] = field(default_factory=dict)
     host: str = HOST
     domain: str = DOMAIN
+    exit_status: int | None = None
+    stop_seconds: float | None = None
 
     @property
     def config_path(self) -> Path:
@@ -82,6 +85,25 @@ class Parleyd:
 
     def log_lines(self, needle: str) -> list[str]:
         return [line for line in self.log().splitlines() if needle in line]
+
+    def stop(self) -> None:
+        """SIGTERM, then waits for the grace period plus a margin. The outcome is kept in
+        `exit_status` (None: it had to be killed) and `stop_seconds`; the fixture checks it."""
+        process = self.process
+        if process is None or self.stop_seconds is not None:
+            return
+        started = time.monotonic()
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=GRACE_PERIOD + 5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+                self.stop_seconds = time.monotonic() - started
+                return
+        self.exit_status = process.returncode
+        self.stop_seconds = time.monotonic() - started
 
 
 def _clean_environment() -> dict[str, str]:
@@ -190,23 +212,6 @@ def _start(server: Parleyd) -> tuple[str | None, bool]:
     return None, False
 
 
-def _stop(server: Parleyd) -> tuple[int | None, float]:
-    """SIGTERM, then wait for the grace period plus a margin. Returns (status, seconds);
-    status None means it had to be killed."""
-    process = server.process
-    if process is None or process.poll() is not None:
-        return (process.returncode if process else None), 0.0
-    started = time.monotonic()
-    process.send_signal(signal.SIGTERM)
-    try:
-        status = process.wait(timeout=GRACE_PERIOD + 5)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-        return None, time.monotonic() - started
-    return status, time.monotonic() - started
-
-
 @pytest.fixture
 def parleyd(tmp_path: Path):
     """A fresh parleyd on 127.0.0.1 with the accounts in ACCOUNTS (random passwords)."""
@@ -214,7 +219,7 @@ def parleyd(tmp_path: Path):
         pytest.fail(
             f"parleyd is not built: {PARLEYD} is missing. "
             "Run `swift build --product parleyd` at the repository root first "
-            "(or set PARLEYD_BIN to a parleyd binary).", pytrace=False)
+            "(or set INTEROP_PARLEYD to a parleyd binary).", pytrace=False)
     server = Parleyd(workdir=tmp_path)
 
     failure = None
@@ -233,14 +238,15 @@ def parleyd(tmp_path: Path):
 
     yield server
 
-    status, seconds = _stop(server)
+    server.stop()
+    status, seconds = server.exit_status, server.stop_seconds
     if status is None:
         pytest.fail(
             f"parleyd did not exit within {GRACE_PERIOD + 5}s of SIGTERM (grace period {GRACE_PERIOD}s)\n"
             f"--- parleyd stderr ---\n{server.log_tail()}", pytrace=False)
     if status != 0:
         pytest.fail(
-            f"parleyd exited with status {status} after SIGTERM ({seconds:.1f}s)\n"
+            f"parleyd exited with status {status}, expected 0 (stopped with SIGTERM at teardown or earlier, {seconds:.1f}s)\n"
             f"--- parleyd stderr ---\n{server.log_tail()}", pytrace=False)
 
 
