@@ -56,8 +56,10 @@ class InteropClient(slixmpp.ClientXMPP):
         self.add_event_handler("disconnected", self._on_disconnected)
         self.add_event_handler("message", self._on_message)
         self.add_event_handler("message_error", self._on_message_error)
+        self.stream_errors: list[str] = []
+        self.add_event_handler("stream_error", self._on_stream_error)
         for name in ("connected", "connection_failed", "tls_success", "auth_success",
-                     "session_bind", "stream_error", "ssl_invalid_chain", "killed"):
+                     "session_bind", "ssl_invalid_chain", "killed"):
             self.add_event_handler(name, self._recorder(name))
 
     # -- event recording
@@ -88,6 +90,10 @@ class InteropClient(slixmpp.ClientXMPP):
     def _on_message(self, message):
         self.events.append(f"message from {message['from']}")
         self.messages.put_nowait(message)
+
+    def _on_stream_error(self, error):
+        self.stream_errors.append(error["condition"])
+        self.events.append(f"stream_error: {error['condition']}")
 
     def _on_message_error(self, message):
         self.events.append(f"message error from {message['from']}: {message['error']['condition']}")
@@ -137,6 +143,12 @@ class InteropClient(slixmpp.ClientXMPP):
         finally:
             self.cancel_connection_attempt()
         assert not self.session_started.is_set(), f"a session started with a wrong password: {self.describe()}"
+
+    async def sync(self, timeout: float = TIMEOUT) -> None:
+        """A ping round trip to the server: everything sent before it has been handled
+        (the server processes one stream's stanzas in order)."""
+        pong = await self.plugin["xep_0199"].send_ping(self.boundjid.domain, timeout=timeout)
+        assert pong["type"] == "result", pong
 
     async def next_message(self, timeout: float = TIMEOUT):
         try:

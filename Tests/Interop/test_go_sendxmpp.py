@@ -15,7 +15,10 @@ GO_SENDXMPP = shutil.which("go-sendxmpp")
 
 
 async def _go_sendxmpp(parleyd, workdir, account, recipient: str, body: str, *, direct_tls: bool):
-    """Runs go-sendxmpp once; returns (status, stdout, stderr)."""
+    """Runs go-sendxmpp once; returns (status, stdout, stderr).
+
+    The Debian go-sendxmpp (mattn/go-xmpp of 2022) knows only PLAIN, DIGEST-MD5 and
+    X-OAUTH2, so it logs in with PLAIN, which parleyd offers only after TLS."""
     port = parleyd.direct_tls_port if direct_tls else parleyd.c2s_port
     # A config file rather than -p keeps the password out of the process list.
     config = workdir / "go-sendxmpp.conf"
@@ -57,6 +60,7 @@ def test_go_sendxmpp_to_slixmpp(parleyd, tmp_path, direct_tls):
     async def scenario():
         async with session(parleyd, alice, resource="listener") as listener:
             listener.send_presence()  # a message to the bare JID goes to available resources
+            await listener.sync()
             status, stdout, stderr = await _go_sendxmpp(
                 parleyd, tmp_path, carol, alice.jid, body, direct_tls=direct_tls)
             assert status == 0, (

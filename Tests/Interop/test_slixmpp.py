@@ -79,6 +79,8 @@ def test_chat_both_ways(parleyd):
                 session(parleyd, bob, resource="phone", direct_tls=True) as b:
             a.send_presence()
             b.send_presence()
+            await a.sync()
+            await b.sync()
 
             a.send_message(mto=b.boundjid.full, mbody="hello bob, from alice", mtype="chat")
             got = await b.next_message()
@@ -128,8 +130,7 @@ def test_dropped_connection_ends_session(parleyd, drop):
             try:
                 await b.start_session()
                 b.send_presence()
-                pong = await b.plugin["xep_0199"].send_ping(parleyd.domain, timeout=TIMEOUT)
-                assert pong["type"] == "result", pong
+                await b.sync()
                 raw = b.transport.get_extra_info("socket")
                 if drop == "fin":
                     raw.shutdown(socket.SHUT_WR)  # FIN under the TLS layer: no close_notify
@@ -148,5 +149,22 @@ def test_dropped_connection_ends_session(parleyd, drop):
             error = await a.next_message_error()
             assert error["error"]["condition"] == "service-unavailable", error
             assert error["from"].bare == bob.jid, error
+
+    run(scenario())
+
+
+def test_shutdown_with_client_online(parleyd):
+    """SIGTERM while a client is online: the client gets <system-shutdown/> and the server
+    exits with status 0 within its grace period (the fixture checks the exit)."""
+    alice = parleyd.account("alice")
+
+    async def scenario():
+        async with session(parleyd, alice) as a:
+            a.send_presence()
+            await a.sync()
+            stopping = asyncio.get_running_loop().run_in_executor(None, parleyd.stop)
+            await asyncio.wait_for(a.is_disconnected.wait(), TIMEOUT)
+            assert a.stream_errors == ["system-shutdown"], a.describe()
+            await stopping
 
     run(scenario())
