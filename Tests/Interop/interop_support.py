@@ -150,6 +150,17 @@ class InteropClient(slixmpp.ClientXMPP):
         pong = await self.plugin["xep_0199"].send_ping(self.boundjid.domain, timeout=timeout)
         assert pong["type"] == "result", pong
 
+    async def ping_error(self, jid: str, timeout: float = TIMEOUT) -> str:
+        """Pings `jid` expecting an error; returns its condition. An iq to a full JID with no
+        session is answered service-unavailable (RFC 6121 §8.5.3.2.1) — unlike a message,
+        which goes to the account's other resources or offline storage."""
+        from slixmpp.exceptions import IqError
+        try:
+            reply = await self.plugin["xep_0199"].send_ping(jid, timeout=timeout)
+        except IqError as error:
+            return error.iq["error"]["condition"]
+        raise AssertionError(f"a ping to {jid} was answered {reply['type']}: {self.describe()}")
+
     async def next_message(self, timeout: float = TIMEOUT):
         try:
             return await asyncio.wait_for(self.messages.get(), timeout)

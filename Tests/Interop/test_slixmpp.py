@@ -119,9 +119,10 @@ def test_wrong_password(parleyd):
 def test_dropped_connection_ends_session(parleyd, drop):
     """A client whose connection just drops is taken out of routing: "fin" closes TCP with
     no TLS close_notify and no </stream:stream> (what go-sendxmpp does on exit), "reset"
-    aborts it with a TCP RST (a client losing its network). A message to its full JID then
-    bounces with service-unavailable, as there is no such resource and no available
-    resource (RFC 6121 §8.5.3.2.1, §8.5.2.2.1), instead of vanishing into a dead session."""
+    aborts it with a TCP RST (a client losing its network). An iq to its full JID then
+    bounces with service-unavailable, as there is no such resource (RFC 6121 §8.5.3.2.1),
+    and a message to it is kept for the account's next session (offline storage) instead
+    of vanishing into a dead one."""
     alice, bob = parleyd.account("alice"), parleyd.account("bob")
 
     async def scenario():
@@ -145,10 +146,15 @@ def test_dropped_connection_ends_session(parleyd, drop):
                 b.abort()
             await asyncio.wait_for(b.is_disconnected.wait(), TIMEOUT)
 
+            assert await a.ping_error(f"{bob.jid}/gone") == "service-unavailable"
             a.send_message(mto=f"{bob.jid}/gone", mbody="anyone there?", mtype="chat")
-            error = await a.next_message_error()
-            assert error["error"]["condition"] == "service-unavailable", error
-            assert error["from"].bare == bob.jid, error
+            await a.sync()
+
+        async with session(parleyd, bob, resource="back") as b:
+            b.send_presence()
+            message = await b.next_message()
+            assert message["body"] == "anyone there?", message
+            assert message.xml.find("{urn:xmpp:delay}delay") is not None, message
 
     run(scenario())
 
