@@ -74,6 +74,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
+        .executableTarget(
+            name: "ParleyBench",
+            dependencies: [
+                "ParleyCore", "CLibXML2", "ParleyStream", "ParleyServer", "ParleyStorage",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            path: "bench/ParleyBench"),
         .target(
             name: "ParleyTestSupport",
             dependencies: ["ParleyCore", "CLibXML2"],
