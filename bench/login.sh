@@ -3,7 +3,8 @@
 #
 # For each server, on loopback only, with plain TCP (no STARTTLS) and SCRAM-SHA-256:
 #   1. login: LOGIN_USERS clients log in (bind, initial presence, ping) with CONCURRENCY in
-#      flight, each closing after its pong -> logins/s, p50, p99;
+#      flight, each closing after its pong -> logins/s, p50, p99, and the server's CPU time
+#      per login (user + system), which other work on a shared machine disturbs far less;
 #   2. hold: a fresh server, a warm-up of WARMUP_USERS logins, the idle RSS as the baseline,
 #      then HOLD_USERS sessions logged in and held -> (RSS held - baseline) / HOLD_USERS.
 # Both servers get the same accounts (user1..userN, one password, keys derived once) in
@@ -14,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-LOGIN_USERS=${LOGIN_USERS:-10000}
+LOGIN_USERS=${LOGIN_USERS:-5000}
 HOLD_USERS=${HOLD_USERS:-10000}
 CONCURRENCY=${CONCURRENCY:-100}
 THREADS=${THREADS:-2}
@@ -153,6 +154,9 @@ stop_server() {
 }
 
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$server_pid/status"; }
+# utime + stime in clock ticks (the command name has no spaces for either server).
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$server_pid/stat"; }
+ticks_per_second=$(getconf CLK_TCK)
 
 login() { # name users [extra options]
     local name=$1 users=$2
@@ -165,12 +169,17 @@ field() { # RESULT-line key
     tr ' ' '\n' <<< "$1" | awk -F= -v key="$2" '$1 == key { print $2 }'
 }
 
-declare -A rate p50 p99 per_session base held
+declare -A rate p50 p99 cpu per_session base held count
 for name in $SERVERS; do
     echo "== $name: login, $LOGIN_USERS users, concurrency $CONCURRENCY"
     start_server "$name"
-    out=$(login "$name" "$LOGIN_USERS" --timeout 120) || { echo "$out"; echo "login.sh: $name login run failed" >&2; exit 1; }
+    ticks_before=$(cpu_ticks)
+    out=$(login "$name" "$LOGIN_USERS" --timeout 150) || { echo "$out"; echo "login.sh: $name login run failed" >&2; exit 1; }
+    ticks_after=$(cpu_ticks)
+    cpu[$name]=$(awk -v t=$((ticks_after - ticks_before)) -v hz="$ticks_per_second" -v n="$LOGIN_USERS" \
+        'BEGIN { printf "%.0f", t * 1e6 / hz / n }')
     echo "$out" | grep -v '^RESULT'
+    echo "   server CPU ${cpu[$name]} us/login"
     result=$(grep '^RESULT' <<< "$out")
     rate[$name]=$(field "$result" rate)
     p50[$name]=$(field "$result" p50_ms)
@@ -183,10 +192,10 @@ for name in $SERVERS; do
     sleep 2
     base[$name]=$(rss_kib)
     mkfifo "$tmp/hold-stdin"
-    login "$name-hold" "$HOLD_USERS" --timeout 120 --hold < "$tmp/hold-stdin" > "$tmp/hold.out" 2>&1 &
+    login "$name-hold" "$HOLD_USERS" --timeout 200 --hold < "$tmp/hold-stdin" > "$tmp/hold.out" 2>&1 &
     client_pid=$!
     exec 3> "$tmp/hold-stdin"
-    for _ in $(seq 1500); do
+    for _ in $(seq 2500); do
         grep -q '^HELD' "$tmp/hold.out" && break
         kill -0 "$client_pid" 2>/dev/null || break
         sleep 0.1
@@ -194,27 +203,32 @@ for name in $SERVERS; do
     if ! grep -q '^HELD' "$tmp/hold.out"; then cat "$tmp/hold.out"; echo "login.sh: $name hold failed" >&2; exit 1; fi
     sleep 3
     held[$name]=$(rss_kib)
+    count[$name]=$(awk '/^HELD/ { print $2 }' "$tmp/hold.out")
+    [ "${count[$name]}" -gt 0 ] || { echo "login.sh: $name holds no sessions" >&2; exit 1; }
     grep -v '^RESULT' "$tmp/hold.out"
     exec 3>&-
     wait "$client_pid" || true
     client_pid=""
     rm -f "$tmp/hold-stdin"
-    per_session[$name]=$(awk -v h="${held[$name]}" -v b="${base[$name]}" -v n="$HOLD_USERS" \
+    per_session[$name]=$(awk -v h="${held[$name]}" -v b="${base[$name]}" -v n="${count[$name]}" \
         'BEGIN { printf "%.0f", (h - b) * 1024 / n }')
-    echo "   RSS idle ${base[$name]} KiB, with $HOLD_USERS sessions ${held[$name]} KiB -> ${per_session[$name]} bytes/session"
+    echo "   RSS idle ${base[$name]} KiB, with ${count[$name]} sessions ${held[$name]} KiB -> ${per_session[$name]} bytes/session"
     stop_server
 done
 
 echo
 echo "login benchmark: $LOGIN_USERS logins, concurrency $CONCURRENCY; $HOLD_USERS sessions held"
-printf '%-10s %12s %10s %10s %14s %14s %16s\n' server logins/s p50_ms p99_ms rss_idle_KiB rss_held_KiB rss_B/session
+printf '%-10s %10s %9s %9s %13s %8s %13s %13s %14s\n' server logins/s p50_ms p99_ms cpu_us/login held \
+    rss_idle_KiB rss_held_KiB rss_B/session
 for name in $SERVERS; do
-    printf '%-10s %12s %10s %10s %14s %14s %16s\n' "$name" "${rate[$name]}" "${p50[$name]}" "${p99[$name]}" \
-        "${base[$name]}" "${held[$name]}" "${per_session[$name]}"
+    printf '%-10s %10s %9s %9s %13s %8s %13s %13s %14s\n' "$name" "${rate[$name]}" "${p50[$name]}" "${p99[$name]}" \
+        "${cpu[$name]}" "${count[$name]}" "${base[$name]}" "${held[$name]}" "${per_session[$name]}"
 done
 if [ -n "${rate[parleyd]:-}" ] && [ -n "${rate[prosody]:-}" ]; then
-    awk -v r1="${rate[parleyd]}" -v r2="${rate[prosody]}" -v m1="${per_session[parleyd]}" -v m2="${per_session[prosody]}" 'BEGIN {
+    awk -v r1="${rate[parleyd]}" -v r2="${rate[prosody]}" -v m1="${per_session[parleyd]}" -v m2="${per_session[prosody]}" \
+        -v c1="${cpu[parleyd]}" -v c2="${cpu[prosody]}" 'BEGIN {
         printf "parleyd/prosody logins/s:       %.2fx (target >= 3x: %s)\n", r1 / r2, (r1 / r2 >= 3 ? "met" : "NOT met")
+        printf "prosody/parleyd CPU per login:  %.2fx\n", c2 / c1
         printf "parleyd/prosody RSS per session: %.2f (target <= 0.33: %s)\n", m1 / m2, (m1 / m2 <= 1 / 3 ? "met" : "NOT met")
     }'
 fi
