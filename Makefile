@@ -31,6 +31,7 @@ bench: deps
 	$(SWIFT) build -c release --product ParleyBench
 	$(SWIFT) build -c release --product parleyd
 	.build/release/ParleyBench parser
+	bench/login.sh
 
 fuzz: deps
 	$(SWIFT) build -c release --product ParleyFuzz --scratch-path .build-fuzz \

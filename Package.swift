@@ -75,6 +75,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
+        .executableTarget(
+            name: "ParleyBench",
+            dependencies: [
+                "ParleyCore", "CLibXML2", "ParleyStream", "ParleyServer", "ParleyStorage",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            path: "bench/ParleyBench"),
         .target(
             name: "ParleyClient",
             dependencies: [
@@ -90,8 +99,6 @@ let package = Package(
             dependencies: ["ParleyCore", "CLibXML2"],
             path: "Tests/ParleyTestSupport"),
         .testTarget(name: "ParleyCoreTests", dependencies: ["ParleyCore", "ParleyTestSupport"]),
-        .executableTarget(
-            name: "ParleyBench", dependencies: ["ParleyCore", "CLibXML2"], path: "bench/ParleyBench"),
         .executableTarget(name: "ParleyFuzz", dependencies: ["ParleyCore"], path: "fuzz/ParleyFuzz"),
         .testTarget(
             name: "ParleyTLSTests",

@@ -11,7 +11,7 @@ protocol Benchmark {
     static func run(arguments: [String]) throws
 }
 
-let benchmarks: [any Benchmark.Type] = [ParserBenchmark.self]
+let benchmarks: [any Benchmark.Type] = [ParserBenchmark.self, LoginBenchmark.self, SeedUsersCommand.self]
 
 struct UsageError: Error, CustomStringConvertible {
     var description: String

@@ -45,6 +45,11 @@ extension C2SSessionHandler {
                     StanzaError(.resourceConstraint, text: "This account already has \(existing.count) sessions, the most allowed.")) ?? element)
         }
         let handle = makeHandle(jid: jid, context: context)
+        // The usual case, nothing to replace: bind now. Waiting (below) costs a task, a task
+        // group and a cancelled 5-second sleep per login.
+        if replaced.isEmpty {
+            return completeBind(handle, request: element, replacing: [])
+        }
         for old in replaced { old.terminate(StreamError(.conflict, text: replacementNotice)) }
         // The replaced sessions end completely (their presence gone, their stanzas handed
         // on) before this one is bound, so no stanza can reach a half-dead session.

@@ -73,6 +73,13 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
         if context.channel.isActive { start(context: context) }
     }
 
+    /// The context holds this handler, so keeping it past the pipeline's teardown would be a
+    /// reference cycle: every closed connection would leak its handler (and its logger, bucket
+    /// and timers) for the life of the process.
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
     func channelActive(context: ChannelHandlerContext) {
         start(context: context)
         context.fireChannelActive()

@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# Login throughput and idle memory per session: parleyd against Prosody, in one run.
+#
+# For each server, on loopback only, with plain TCP (no STARTTLS) and SCRAM-SHA-256:
+#   1. login: LOGIN_USERS clients log in (bind, initial presence, ping) with CONCURRENCY in
+#      flight, each closing after its pong -> logins/s, p50, p99, and the server's CPU time
+#      per login (user + system), which other work on a shared machine disturbs far less;
+#   2. hold: a fresh server, a warm-up of WARMUP_USERS logins, the idle RSS as the baseline,
+#      then HOLD_USERS sessions logged in and held -> (RSS held - baseline) / HOLD_USERS.
+# Both servers get the same accounts (user1..userN, one password, keys derived once) in
+# temporary directories under /dev/shm, and every process the file limit's hard maximum.
+#
+# Needs the release builds of parleyd and ParleyBench (make bench builds them) and prosody.
+# Knobs: LOGIN_USERS HOLD_USERS CONCURRENCY THREADS SOURCES WARMUP_USERS SERVERS KEEP_TMP
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+LOGIN_USERS=${LOGIN_USERS:-5000}
+HOLD_USERS=${HOLD_USERS:-10000}
+CONCURRENCY=${CONCURRENCY:-100}
+THREADS=${THREADS:-2}
+SOURCES=${SOURCES:-8}
+WARMUP_USERS=${WARMUP_USERS:-200}
+SERVERS=${SERVERS:-"parleyd prosody"}
+BENCH=${BENCH:-.build/release/ParleyBench}
+PARLEYD=${PARLEYD:-.build/release/parleyd}
+PROSODY=${PROSODY:-/usr/bin/prosody}
+PASSWORD=benchpass
+USERS=$((LOGIN_USERS > HOLD_USERS ? LOGIN_USERS : HOLD_USERS))
+USERS=$((USERS > WARMUP_USERS ? USERS : WARMUP_USERS))
+
+for program in "$BENCH" "$PARLEYD" "$PROSODY"; do
+    [ -x "$program" ] || { echo "login.sh: $program is missing (run make bench)" >&2; exit 1; }
+done
+ulimit -n "$(ulimit -Hn)"
+if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt $((HOLD_USERS + 1000)) ]; then
+    echo "login.sh: the file limit ($(ulimit -n)) is too low for $HOLD_USERS held sessions" >&2
+    exit 1
+fi
+
+tmp=$(mktemp -d -p /dev/shm parley-login-bench.XXXXXX)
+server_pid=""
+client_pid=""
+cleanup() {
+    exec 3>&- 2>/dev/null || true
+    [ -n "$client_pid" ] && kill "$client_pid" 2>/dev/null || true
+    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
+    [ -n "$server_pid" ] && wait "$server_pid" 2>/dev/null || true
+    if [ -n "${KEEP_TMP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+parleyd_port=$(free_port)
+prosody_port=$(free_port)
+
+# parleyd: STARTTLS offered but not required, SCRAM only (no PLAIN in the clear), limits
+# out of the way, no keepalive traffic while sessions are held.
+mkdir -p "$tmp/parleyd"
+cat > "$tmp/parleyd/parleyd.yaml" <<EOF
+domain: localhost
+data_dir: $tmp/parleyd/data
+log_level: warning
+c2s:
+  interfaces: [127.0.0.1]
+  port: $parleyd_port
+  direct_tls_port: 0
+tls:
+  required: false
+auth:
+  mechanisms: [SCRAM-SHA-256, SCRAM-SHA-1]
+  allow_plain_without_tls: false
+  scram_iterations: 4096
+registration:
+  enabled: false
+limits:
+  connections_per_ip: 100000
+  max_connections: 100000
+  unauthenticated_timeout: 120
+  stanzas_per_second: 100000
+  stanza_burst: 100000
+keepalive:
+  whitespace_interval: 0
+  ping_after: 0
+  idle_timeout: 3600
+shutdown:
+  grace_period: 1
+metrics:
+  enabled: false
+EOF
+
+# Prosody 0.12: internal_hashed with SCRAM-SHA-256 keys, no TLS (no certificates), no s2s,
+# no HTTP, the default epoll backend, logging warnings to a file.
+mkdir -p "$tmp/prosody/data" "$tmp/prosody/certs"
+cat > "$tmp/prosody/prosody.cfg.lua" <<EOF
+pidfile = "$tmp/prosody/prosody.pid"
+data_path = "$tmp/prosody/data"
+run_as_root = true
+log = { warn = "$tmp/prosody/prosody.log" }
+interfaces = { "127.0.0.1" }
+c2s_ports = { $prosody_port }
+c2s_direct_tls_ports = {}
+s2s_ports = {}
+http_ports = {}
+https_ports = {}
+network_settings = { tcp_backlog = 1024 }
+authentication = "internal_hashed"
+password_hash = "SHA-256"
+c2s_require_encryption = false
+s2s_require_encryption = false
+allow_unencrypted_plain_auth = false
+allow_registration = false
+storage = "internal"
+modules_enabled = { "roster", "saslauth", "disco", "ping" }
+modules_disabled = { "s2s", "offline" }
+VirtualHost "localhost"
+EOF
+
+echo "seeding $USERS accounts in each server"
+"$BENCH" seed-users --users "$USERS" --password "$PASSWORD" \
+    --sqlite "$tmp/parleyd/data/parley.sqlite" --prosody-data "$tmp/prosody/data"
+
+start_server() { # name
+    case $1 in
+    parleyd)
+        "$PARLEYD" run --config "$tmp/parleyd/parleyd.yaml" > "$tmp/parleyd/out.log" 2>&1 &
+        server_pid=$!
+        port=$parleyd_port
+        ;;
+    prosody)
+        "$PROSODY" -F --config "$tmp/prosody/prosody.cfg.lua" > "$tmp/prosody/out.log" 2>&1 &
+        server_pid=$!
+        port=$prosody_port
+        ;;
+    esac
+    for _ in $(seq 100); do
+        if (exec 9<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+        kill -0 "$server_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "login.sh: $1 did not start; its output:" >&2
+    cat "$tmp/$1/out.log" "$tmp/$1"/*.log >&2 2>/dev/null || true
+    exit 1
+}
+
+stop_server() {
+    kill "$server_pid" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=""
+}
+
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$server_pid/status"; }
+# utime + stime in clock ticks (the command name has no spaces for either server).
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$server_pid/stat"; }
+ticks_per_second=$(getconf CLK_TCK)
+
+login() { # name users [extra options]
+    local name=$1 users=$2
+    shift 2
+    "$BENCH" login --host 127.0.0.1 --port "$port" --users "$users" --concurrency "$CONCURRENCY" \
+        --threads "$THREADS" --sources "$SOURCES" --password "$PASSWORD" --label "$name" "$@"
+}
+
+field() { # RESULT-line key
+    tr ' ' '\n' <<< "$1" | awk -F= -v key="$2" '$1 == key { print $2 }'
+}
+
+declare -A rate p50 p99 cpu per_session base held count
+for name in $SERVERS; do
+    echo "== $name: login, $LOGIN_USERS users, concurrency $CONCURRENCY"
+    start_server "$name"
+    ticks_before=$(cpu_ticks)
+    out=$(login "$name" "$LOGIN_USERS" --timeout 150) || { echo "$out"; echo "login.sh: $name login run failed" >&2; exit 1; }
+    ticks_after=$(cpu_ticks)
+    cpu[$name]=$(awk -v t=$((ticks_after - ticks_before)) -v hz="$ticks_per_second" -v n="$LOGIN_USERS" \
+        'BEGIN { printf "%.0f", t * 1e6 / hz / n }')
+    echo "$out" | grep -v '^RESULT'
+    echo "   server CPU ${cpu[$name]} us/login"
+    result=$(grep '^RESULT' <<< "$out")
+    rate[$name]=$(field "$result" rate)
+    p50[$name]=$(field "$result" p50_ms)
+    p99[$name]=$(field "$result" p99_ms)
+    stop_server
+
+    echo "== $name: hold $HOLD_USERS sessions"
+    start_server "$name"
+    login "$name-warmup" "$WARMUP_USERS" --timeout 60 > /dev/null
+    sleep 2
+    base[$name]=$(rss_kib)
+    mkfifo "$tmp/hold-stdin"
+    login "$name-hold" "$HOLD_USERS" --timeout 200 --hold < "$tmp/hold-stdin" > "$tmp/hold.out" 2>&1 &
+    client_pid=$!
+    exec 3> "$tmp/hold-stdin"
+    for _ in $(seq 2500); do
+        grep -q '^HELD' "$tmp/hold.out" && break
+        kill -0 "$client_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if ! grep -q '^HELD' "$tmp/hold.out"; then cat "$tmp/hold.out"; echo "login.sh: $name hold failed" >&2; exit 1; fi
+    sleep 3
+    held[$name]=$(rss_kib)
+    count[$name]=$(awk '/^HELD/ { print $2 }' "$tmp/hold.out")
+    [ "${count[$name]}" -gt 0 ] || { echo "login.sh: $name holds no sessions" >&2; exit 1; }
+    grep -v '^RESULT' "$tmp/hold.out"
+    exec 3>&-
+    wait "$client_pid" || true
+    client_pid=""
+    rm -f "$tmp/hold-stdin"
+    per_session[$name]=$(awk -v h="${held[$name]}" -v b="${base[$name]}" -v n="${count[$name]}" \
+        'BEGIN { printf "%.0f", (h - b) * 1024 / n }')
+    echo "   RSS idle ${base[$name]} KiB, with ${count[$name]} sessions ${held[$name]} KiB -> ${per_session[$name]} bytes/session"
+    stop_server
+done
+
+echo
+echo "login benchmark: $LOGIN_USERS logins, concurrency $CONCURRENCY; $HOLD_USERS sessions held"
+printf '%-10s %10s %9s %9s %13s %8s %13s %13s %14s\n' server logins/s p50_ms p99_ms cpu_us/login held \
+    rss_idle_KiB rss_held_KiB rss_B/session
+for name in $SERVERS; do
+    printf '%-10s %10s %9s %9s %13s %8s %13s %13s %14s\n' "$name" "${rate[$name]}" "${p50[$name]}" "${p99[$name]}" \
+        "${cpu[$name]}" "${count[$name]}" "${base[$name]}" "${held[$name]}" "${per_session[$name]}"
+done
+if [ -n "${rate[parleyd]:-}" ] && [ -n "${rate[prosody]:-}" ]; then
+    awk -v r1="${rate[parleyd]}" -v r2="${rate[prosody]}" -v m1="${per_session[parleyd]}" -v m2="${per_session[prosody]}" \
+        -v c1="${cpu[parleyd]}" -v c2="${cpu[prosody]}" 'BEGIN {
+        printf "parleyd/prosody logins/s:       %.2fx (target >= 3x: %s)\n", r1 / r2, (r1 / r2 >= 3 ? "met" : "NOT met")
+        printf "prosody/parleyd CPU per login:  %.2fx\n", c2 / c1
+        printf "parleyd/prosody RSS per session: %.2f (target <= 0.33: %s)\n", m1 / m2, (m1 / m2 <= 1 / 3 ? "met" : "NOT met")
+    }'
+fi
