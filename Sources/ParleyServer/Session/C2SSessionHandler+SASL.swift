@@ -98,9 +98,10 @@ extension C2SSessionHandler {
                     logger.error("account lookup failed", metadata: ["error": "\(error)"])
                     return authenticationFailed(SASLFailure(.temporaryAuthFailure))
                 } else {
-                    // Unknown users get a stable fake salt and fail only at the end, exactly
-                    // like a wrong password.
-                    challenge = try scram.serverFirstForUnknownUser(serverSecret: server.unknownUserSecret)
+                    // Unknown users get a stable fake salt and the iteration count new
+                    // accounts get, and fail only at the end, exactly like a wrong password.
+                    challenge = try scram.serverFirstForUnknownUser(
+                        serverSecret: server.unknownUserSecret, iterations: server.policy.scramIterations)
                 }
                 phase = .authenticating(.scramAwaitingClientFinal(scram, username: username))
                 send(SASLElement.challenge(challenge).element)
