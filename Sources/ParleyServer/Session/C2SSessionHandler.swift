@@ -117,11 +117,13 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let event = unwrapInboundIn(data)
-        if isSuspended {
+        // Held while work is in flight, or while the client is over its stanza rate: then
+        // reading is off, so only what was already read is held.
+        if isSuspended || readPaused {
             suspendedEvents.append(event)
             // A client may pipeline a little while we look something up; more than this
             // while we cannot answer is abuse.
-            if suspendedEvents.count > 64 {
+            if !readPaused, suspendedEvents.count > 64 {
                 fail(StreamError(.policyViolation, text: "Too many stanzas were sent while authentication was in progress."))
             }
             return
@@ -209,8 +211,8 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
-    private func drainSuspendedEvents() {
-        while !isSuspended, !suspendedEvents.isEmpty, !isClosed {
+    func drainSuspendedEvents() {
+        while !isSuspended, !readPaused, !suspendedEvents.isEmpty, !isClosed {
             handle(suspendedEvents.removeFirst())
         }
         context?.flush()
