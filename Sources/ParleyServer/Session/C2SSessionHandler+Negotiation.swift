@@ -135,5 +135,6 @@ extension C2SSessionHandler {
         }
         context.triggerUserOutboundEvent(XMLStreamDecoder.Restart.afterTLS, promise: nil)
         phase = .awaitingHeader
+        streamID = ""
     }
 }

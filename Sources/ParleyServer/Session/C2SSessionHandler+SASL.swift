@@ -166,6 +166,7 @@ extension C2SSessionHandler {
         // The client's next bytes start a new stream on the same connection (§6.4.6).
         context.triggerUserOutboundEvent(XMLStreamDecoder.Restart.afterSASL, promise: nil)
         phase = .awaitingHeader
+        streamID = ""
     }
 
     private func authenticationFailed(_ error: Error) {

@@ -37,6 +37,8 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     var isSecure: Bool
     /// The localpart that authenticated, once SASL succeeded.
     var authenticatedUser: String?
+    /// The id of the stream this side opened; empty until its header is sent, and again
+    /// after each restart (STARTTLS, SASL), so an error before the new header opens one.
     var streamID = ""
     var context: ChannelHandlerContext?
     /// Why this connection was refused at accept time, sent once the header arrives.
