@@ -1,0 +1,71 @@
+import ParleyCore
+import ParleyServer
+import Testing
+
+/// How sessions end without a client's say: idleness (XEP-0199 ping, then
+/// `connection-timeout`) and a graceful server shutdown (`system-shutdown`).
+@Suite struct LifecycleScenarios {
+    private static func shortKeepalive(_ configuration: inout ServerConfiguration) {
+        configuration.keepalive.pingAfter = .seconds(1)
+        configuration.keepalive.idleTimeout = .seconds(2)
+    }
+
+    @Test func anIdleClientIsPingedAndTimedOutIfItDoesNotAnswer() async throws {
+        try await TestServer.with(Self.shortKeepalive) { server in
+            // The idle clock starts at the client's last byte, the bind request, after this.
+            let clock = ContinuousClock()
+            let start = clock.now
+            let alice = try await server.login("alice", resource: "idle")
+            let ping = try await alice.expect("iq", timeout: .seconds(2))
+            #expect(clock.now - start >= .milliseconds(1_000))
+            #expect(ping.type == "get" && ping.from == "localhost" && ping.to == "alice@localhost/idle")
+            #expect(ping.firstChild("ping", namespace: "urn:xmpp:ping") != nil)
+            let error = try await alice.expectStreamError(.connectionTimeout, timeout: .seconds(2))
+            #expect(clock.now - start >= .milliseconds(2_000))
+            #expect(error.text?.isEmpty == false)
+        }
+    }
+
+    @Test func answeringThePingKeepsTheSessionAlive() async throws {
+        try await TestServer.with(Self.shortKeepalive) { server in
+            let alice = try await server.login("alice", resource: "awake")
+            let ping = try await alice.expect("iq", timeout: .seconds(2))
+            let id = try #require(ping.id)
+            try await alice.send("<iq type='result' id='\(id)' to='localhost'/>")
+            // The answer is consumed by the session, not routed or bounced; and the idle
+            // clock starts over, so the next thing is another ping, not a timeout.
+            let again = try await alice.expect("iq", timeout: .milliseconds(1_600))
+            #expect(again.firstChild("ping", namespace: "urn:xmpp:ping") != nil && again.id != id)
+        }
+    }
+
+    @Test func aClientClosingItsStreamIsAnsweredAndItsSessionEnds() async throws {
+        try await TestServer.with { server in
+            let alice = try await server.login("alice", resource: "leaving")
+            let bob = try await server.login("bob")
+            try await alice.send("</stream:stream>")
+            try await alice.expectStreamEnd()
+            try await bob.send("<iq type='get' id='gone' to='alice@localhost/leaving'><ping xmlns='urn:xmpp:ping'/></iq>")
+            let reply = try await bob.expect("iq")
+            #expect(reply.id == "gone" && reply.stanzaErrorCondition == .serviceUnavailable)
+        }
+    }
+
+    @Test func shutdownTellsEveryConnectionAndReturnsWithinTheGracePeriod() async throws {
+        let server = try await TestServer.start()
+        let alice = try await server.login("alice")
+        let unauthenticated = try await server.connect()
+        try await unauthenticated.openStream()
+        let clock = ContinuousClock()
+        let start = clock.now
+        await server.running.shutdown()
+        let took = clock.now - start
+        let error = try await alice.expectStreamError(.systemShutdown)
+        #expect(error.text?.isEmpty == false)
+        try await unauthenticated.expectStreamError(.systemShutdown)
+        // Clients that close promptly let shutdown finish well before the grace period.
+        #expect(took < server.configuration.shutdown.gracePeriod)
+        await #expect(throws: (any Error).self) { _ = try await server.connect() }
+        await server.stop()
+    }
+}
