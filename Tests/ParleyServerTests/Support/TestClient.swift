@@ -17,7 +17,9 @@ struct ScenarioFailure: Error, CustomStringConvertible {
 /// what the server sent as parsed events. Every element received is validated against
 /// `schemas/` (a stream header together with its features, as one synthetic document).
 final class TestClient: Sendable {
-    static let defaultTimeout: Duration = .seconds(2)
+    /// Generous: it only bounds how long a failing scenario waits, and the suite shares two
+    /// cores with whatever else is building.
+    static let defaultTimeout: Duration = .seconds(5)
 
     let channel: any Channel
     let events: ServerEventQueue
