@@ -41,6 +41,36 @@ import Testing
         }
     }
 
+    @Test func nestingDeeperThanMaxDepthIsAPolicyViolation() async throws {
+        try await TestServer.with({ $0.limits.maxDepth = 8 }) { server in
+            let alice = try await server.login("alice")
+            let depth = 10
+            let open = (0..<depth).map { "<x\($0)>" }.joined()
+            let close = (0..<depth).reversed().map { "</x\($0)>" }.joined()
+            try await alice.send("<message to='bob@localhost'><body>deep</body><nest xmlns='urn:example:nest'>\(open)\(close)</nest></message>")
+            try await alice.expectStreamError(.policyViolation)
+        }
+    }
+
+    @Test func anOversizedStreamHeaderIsAPolicyViolation() async throws {
+        try await TestServer.with { server in
+            let client = try await server.connect()
+            let padding = String(repeating: "p", count: 20_000)
+            try await client.send("<?xml version='1.0'?><stream:stream \(TestClient.streamNamespaces) to='localhost' version='1.0' pad='\(padding)'>")
+            try await client.expectStreamError(.policyViolation)
+        }
+    }
+
+    @Test func theConnectionOverTheServerLimitIsResourceConstraint() async throws {
+        try await TestServer.with({ $0.limits.maxConnections = 1 }) { server in
+            let first = try await server.connect()
+            try await first.openStream()
+            let second = try await server.connect()
+            try await second.send(TestClient.header())
+            try await second.expectStreamError(.resourceConstraint)
+        }
+    }
+
     @Test func aConnectionThatDoesNotAuthenticateInTimeIsClosed() async throws {
         try await TestServer.with({ $0.limits.unauthenticatedTimeout = .seconds(1) }) { server in
             let clock = ContinuousClock()

@@ -35,6 +35,15 @@ import Testing
         }
     }
 
+    @Test func aMalformedToIsJIDMalformed() async throws {
+        try await TestServer.with { server in
+            let alice = try await server.login("alice")
+            try await alice.send("<message to='bob@@localhost' id='bad-to'><body>hi</body></message>")
+            let error = try await alice.expect("message")
+            #expect(error.id == "bad-to" && error.stanzaErrorCondition == .jidMalformed)
+        }
+    }
+
     @Test func anIQToTheServerInAnUnknownNamespaceIsServiceUnavailable() async throws {
         try await TestServer.with { server in
             let alice = try await server.login("alice")

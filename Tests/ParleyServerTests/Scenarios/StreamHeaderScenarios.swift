@@ -33,6 +33,18 @@ import Testing
         }
     }
 
+    /// RFC 6120 §4.7.2: the response header is addressed to the initiator's 'from'.
+    @Test func theResponseHeaderIsAddressedToTheClientsFrom() async throws {
+        try await TestServer.with { server in
+            let client = try await server.connect()
+            try await client.send("<?xml version='1.0'?><stream:stream \(TestClient.streamNamespaces) from='alice@localhost' to='localhost' version='1.0'>")
+            let header = try await client.expectHeader()
+            #expect(header[attribute: "to"] == "alice@localhost")
+            #expect(header[attribute: "from"] == "localhost")
+            try await client.expect("features", namespace: XMLNamespace.streams)
+        }
+    }
+
     @Test func aWrongContentNamespaceIsInvalidNamespace() async throws {
         let namespaces = "xmlns='jabber:server' xmlns:stream='http://etherx.jabber.org/streams'"
         let error = try await refused(TestClient.header(namespaces: namespaces), .invalidNamespace)
