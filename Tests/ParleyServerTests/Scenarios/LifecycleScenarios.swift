@@ -39,6 +39,19 @@ import Testing
         }
     }
 
+    @Test func aQuietStreamGetsWhitespaceKeepalives() async throws {
+        try await TestServer.with({ $0.keepalive.whitespaceInterval = .milliseconds(300) }) { server in
+            let alice = try await server.login("alice")
+            let before = alice.events.rawText
+            try await Task.sleep(for: .milliseconds(800))
+            let after = alice.events.rawText
+            #expect(after.count > before.count && after.hasPrefix(before))
+            #expect(after.dropFirst(before.count).allSatisfy { $0 == " " })
+            // Whitespace is not an event: nothing else arrived.
+            try await alice.expectSilence(for: .milliseconds(10))
+        }
+    }
+
     @Test func aClientClosingItsStreamIsAnsweredAndItsSessionEnds() async throws {
         try await TestServer.with { server in
             let alice = try await server.login("alice", resource: "leaving")

@@ -1,4 +1,5 @@
 import ParleyCore
+import ParleyServer
 import ParleyStorage
 import Testing
 
@@ -87,6 +88,32 @@ import Testing
         }
     }
 
+    @Test func anAuthenticatedGetShowsTheAccountAsRegistered() async throws {
+        try await TestServer.with { server in
+            let alice = try await server.login("alice")
+            let reply = try await alice.query("<iq type='get' id='g1'><query xmlns='\(Self.namespace)'/></iq>", id: "g1")
+            let query = try #require(reply.firstChild("query", namespace: Self.namespace))
+            #expect(query.firstChild("registered", namespace: Self.namespace) != nil)
+            #expect(query.firstChild("username", namespace: Self.namespace)?.text == "alice")
+        }
+    }
+
+    @Test func nobodyCanChangeOrRemoveAnotherAccount() async throws {
+        try await TestServer.with { server in
+            let alice = try await server.login("alice")
+            let viaServer = try await alice.query(registration(username: "bob", password: "taken-over-1", id: "h1"), id: "h1")
+            #expect(viaServer.type == "error" && viaServer.stanzaErrorCondition == .notAllowed)
+            let toBob = registration(username: "bob", password: "taken-over-2", id: "h2")
+                .replacingOccurrences(of: "<iq type='set'", with: "<iq type='set' to='bob@localhost'")
+            let viaAccount = try await alice.query(toBob, id: "h2")
+            #expect(viaAccount.type == "error")
+            let remove = try await alice.query(
+                "<iq type='set' id='h3' to='bob@localhost'><query xmlns='\(Self.namespace)'><remove/></query></iq>", id: "h3")
+            #expect(remove.type == "error")
+            #expect(try await canLogIn(server, "bob", "bob-password"))
+        }
+    }
+
     @Test func removingTheAccountAnswersThenEndsTheStream() async throws {
         try await TestServer.with { server in
             let alice = try await server.login("alice")
@@ -108,6 +135,18 @@ import Testing
             let error = try await alice.expectStreamError(.notAuthorized, timeout: .seconds(3))
             #expect(error.text?.contains("removed") == true)
             try await bob.expectSilence(for: .milliseconds(100))
+        }
+    }
+
+    @Test func aPasswordResetByAnAdministratorSignsTheUserOut() async throws {
+        try await TestServer.with { server in
+            let alice = try await server.login("alice")
+            let admin = try SQLiteStorage(path: server.configuration.sqlitePath)
+            let keys = try AccountKeys.derive(password: "reset-by-admin", iterations: 4096)
+            try await admin.updateKeys(username: "alice", keys: keys, origin: .admin)
+            let error = try await alice.expectStreamError(.notAuthorized, timeout: .seconds(3))
+            #expect(error.text?.contains("administrator") == true)
+            #expect(try await canLogIn(server, "alice", "reset-by-admin"))
         }
     }
 }
