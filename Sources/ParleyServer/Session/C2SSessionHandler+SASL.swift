@@ -165,6 +165,7 @@ extension C2SSessionHandler {
         send(SASLElement.success(additionalData: additionalData).element)
         // The client's next bytes start a new stream on the same connection (§6.4.6).
         context.triggerUserOutboundEvent(XMLStreamDecoder.Restart.afterSASL, promise: nil)
+        context.triggerUserOutboundEvent(StreamKeepaliveHandler.AwaitingHeader(), promise: nil)
         phase = .awaitingHeader
         streamID = ""
     }

@@ -79,6 +79,8 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private func start(context: ChannelHandlerContext) {
         guard !admitted, refusal == nil else { return }
+        // Our first bytes are the stream header, whenever the client's header comes.
+        context.triggerUserOutboundEvent(StreamKeepaliveHandler.AwaitingHeader(), promise: nil)
         server.metrics.connectionsAccepted.increment()
         switch server.connectionLimiter.admit(address: remoteAddress) {
         case .none:
