@@ -52,6 +52,27 @@ import Testing
         }
     }
 
+    /// RFC 6120 §4.6.1 whitespace goes between elements of an open stream; before a stream
+    /// header (the first, or after STARTTLS or SASL) it would precede the XML declaration and
+    /// make the new stream ill-formed.
+    @Test func noWhitespaceKeepaliveBeforeAStreamHeader() async throws {
+        try await TestServer.with({ $0.keepalive.whitespaceInterval = .milliseconds(200) }) { server in
+            let client = try await server.connect()
+            try await Task.sleep(for: .milliseconds(500))
+            try await client.openStream()
+            try await client.send("<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>")
+            try await client.expect("proceed", namespace: XMLNamespace.tls)
+            try await Task.sleep(for: .milliseconds(500))
+            try await client.upgradeToTLS()
+            try await Task.sleep(for: .milliseconds(500))
+            try await client.openStream()
+            #expect(try await client.authenticateSCRAM(username: "alice", password: "alice-password") == .success)
+            try await Task.sleep(for: .milliseconds(500))
+            let features = try await client.openStream()
+            #expect(features.firstChild("bind", namespace: XMLNamespace.bind) != nil)
+        }
+    }
+
     @Test func aClientClosingItsStreamIsAnsweredAndItsSessionEnds() async throws {
         try await TestServer.with { server in
             let alice = try await server.login("alice", resource: "leaving")
