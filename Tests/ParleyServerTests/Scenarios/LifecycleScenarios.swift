@@ -16,11 +16,11 @@ import Testing
             let clock = ContinuousClock()
             let start = clock.now
             let alice = try await server.login("alice", resource: "idle")
-            let ping = try await alice.expect("iq", timeout: .seconds(2))
+            let ping = try await alice.expect("iq")
             #expect(clock.now - start >= .milliseconds(1_000))
             #expect(ping.type == "get" && ping.from == "localhost" && ping.to == "alice@localhost/idle")
             #expect(ping.firstChild("ping", namespace: "urn:xmpp:ping") != nil)
-            let error = try await alice.expectStreamError(.connectionTimeout, timeout: .seconds(2))
+            let error = try await alice.expectStreamError(.connectionTimeout)
             #expect(clock.now - start >= .milliseconds(2_000))
             #expect(error.text?.isEmpty == false)
         }
@@ -29,12 +29,12 @@ import Testing
     @Test func answeringThePingKeepsTheSessionAlive() async throws {
         try await TestServer.with(Self.shortKeepalive) { server in
             let alice = try await server.login("alice", resource: "awake")
-            let ping = try await alice.expect("iq", timeout: .seconds(2))
+            let ping = try await alice.expect("iq")
             let id = try #require(ping.id)
             try await alice.send("<iq type='result' id='\(id)' to='localhost'/>")
             // The answer is consumed by the session, not routed or bounced; and the idle
             // clock starts over, so the next thing is another ping, not a timeout.
-            let again = try await alice.expect("iq", timeout: .milliseconds(1_600))
+            let again = try await alice.expect("iq")
             #expect(again.firstChild("ping", namespace: "urn:xmpp:ping") != nil && again.id != id)
         }
     }

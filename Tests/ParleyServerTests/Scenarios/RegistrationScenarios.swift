@@ -119,7 +119,7 @@ import Testing
             let alice = try await server.login("alice")
             let reply = try await alice.query("<iq type='set' id='x1'><query xmlns='\(Self.namespace)'><remove/></query></iq>", id: "x1")
             #expect(reply.type == "result")
-            let error = try await alice.expectStreamError(.notAuthorized, timeout: .seconds(3))
+            let error = try await alice.expectStreamError(.notAuthorized)
             #expect(error.text?.contains("removed") == true)
             #expect(try await !canLogIn(server, "alice", "alice-password"))
         }
@@ -132,7 +132,7 @@ import Testing
             // Another process (parleyd deluser) on the same database file.
             let admin = try SQLiteStorage(path: server.configuration.sqlitePath)
             #expect(try await admin.deleteAccount(username: "alice", origin: .admin))
-            let error = try await alice.expectStreamError(.notAuthorized, timeout: .seconds(3))
+            let error = try await alice.expectStreamError(.notAuthorized)
             #expect(error.text?.contains("removed") == true)
             try await bob.expectSilence(for: .milliseconds(100))
         }
@@ -144,7 +144,7 @@ import Testing
             let admin = try SQLiteStorage(path: server.configuration.sqlitePath)
             let keys = try AccountKeys.derive(password: "reset-by-admin", iterations: 4096)
             try await admin.updateKeys(username: "alice", keys: keys, origin: .admin)
-            let error = try await alice.expectStreamError(.notAuthorized, timeout: .seconds(3))
+            let error = try await alice.expectStreamError(.notAuthorized)
             #expect(error.text?.contains("administrator") == true)
             #expect(try await canLogIn(server, "alice", "reset-by-admin"))
         }
