@@ -124,12 +124,21 @@ extension C2SSessionHandler {
             return authenticationFailed(SASLFailure(.notAuthorized))
         }
         let accounts = server.accounts
+        let secret = server.unknownUserSecret
+        let iterations = server.policy.scramIterations
         // PBKDF2 runs here, off the event loop, with the stored salt and iteration count.
         suspend({ () async throws -> Bool in
             guard let record = try await accounts.account(username: username),
                 let credentials = AccountCredentials.credentials(for: .sha256, in: record)
                     ?? AccountCredentials.credentials(for: .sha1, in: record)
-            else { return false }
+            else {
+                // The same PBKDF2 as for a real account, so the time to answer does not tell
+                // which usernames exist; stand-in credentials match no password.
+                let standIn = try SCRAMCredentials.unknownUser(
+                    username: username, serverSecret: secret, iterations: iterations, hash: .sha256)
+                _ = try? plain.verify(against: standIn)
+                return false
+            }
             do {
                 try plain.verify(against: credentials)
                 return true
