@@ -117,6 +117,38 @@ import Testing
         }
     }
 
+    /// PLAIN for an unknown user must cost the server the same PBKDF2 as a wrong password for
+    /// a real one, or the time to answer tells which usernames exist. With a high iteration
+    /// count that cost (measured on a successful login) dwarfs the noise.
+    @Test func plainForAnUnknownUserTakesAsLongAsForARealOne() async throws {
+        try await TestServer.with(accounts: ["alice": "alice-password"], { $0.auth.scramIterations = 400_000 }) { server in
+            let clock = ContinuousClock()
+            var outcomes: [TestClient.SASLOutcome] = []
+            let client = try await secureClient(server)
+            let known = try await clock.measure {
+                outcomes.append(try await client.authenticatePLAIN(username: "alice", password: "wrong-password"))
+            }
+            // A success resets the address's backoff, so both failures get the same delay. The
+            // quickest of three is the best estimate of one PBKDF2 on a busy machine.
+            var pbkdf2 = Duration.seconds(60)
+            for _ in 0..<3 {
+                let client = try await secureClient(server)
+                pbkdf2 = min(pbkdf2, try await clock.measure {
+                    outcomes.append(try await client.authenticatePLAIN(username: "alice", password: "alice-password"))
+                })
+            }
+            let other = try await secureClient(server)
+            let unknown = try await clock.measure {
+                outcomes.append(try await other.authenticatePLAIN(username: "mallory", password: "wrong-password"))
+            }
+            #expect(outcomes.map(\.failureCondition) == [.notAuthorized, nil, nil, nil, .notAuthorized])
+            // Both failures wait the first backoff step (250 ms) on top of their PBKDF2 (a
+            // quarter of it is all a machine shared with builds lets us count on).
+            #expect(known >= .milliseconds(250) + pbkdf2 / 4, "known user: \(known), one PBKDF2: \(pbkdf2)")
+            #expect(unknown >= .milliseconds(250) + pbkdf2 / 4, "unknown user: \(unknown), one PBKDF2: \(pbkdf2)")
+        }
+    }
+
     @Test func anUnknownMechanismIsInvalidMechanism() async throws {
         try await TestServer.with { server in
             let client = try await secureClient(server)
