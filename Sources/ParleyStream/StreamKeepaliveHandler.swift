@@ -2,7 +2,8 @@ import NIOCore
 import ParleyCore
 
 /// Keeps an XML stream alive and notices when it died: writes a single space (RFC 6120
-/// §4.6.1) when nothing was sent for `whitespaceInterval`, and reports
+/// §4.6.1) when nothing was sent for `whitespaceInterval` (but never where a stream header
+/// is due, see `AwaitingHeader`), and reports
 /// `StreamError(.connectionTimeout)` through `errorCaught` when nothing at all arrived for
 /// `idleTimeout`. Before that, after `pingAfter` of silence, it fires `PeerIdle` once so the
 /// protocol layer can ask the peer for a sign of life (an XEP-0199 ping). It sits on the plaintext byte side of the pipeline, below the XML decoder,
@@ -34,6 +35,15 @@ public final class StreamKeepaliveHandler: ChannelDuplexHandler, RemovableChanne
     /// Fired inbound once per silent spell, after `pingAfter`.
     public struct PeerIdle: Sendable {}
 
+    /// Sent with `triggerUserOutboundEvent` by the handler that owns the stream when the next
+    /// bytes it writes must be a stream header: when the connection starts, and when its side
+    /// of the stream restarts (after `<proceed/>` or SASL `<success/>`). Whitespace then waits
+    /// until something has been written, since before a header it would precede the XML
+    /// declaration and make the new stream ill-formed.
+    public struct AwaitingHeader: Sendable {
+        public init() {}
+    }
+
     private let configuration: Configuration
     private var lastRead = NIODeadline.now()
     private var lastWrite = NIODeadline.now()
@@ -41,6 +51,8 @@ public final class StreamKeepaliveHandler: ChannelDuplexHandler, RemovableChanne
     private var timedOut = false
     private var idleReported = false
     private var running = false
+    /// False from an `AwaitingHeader` until the next write.
+    private var whitespaceAllowed = true
 
     public init(configuration: Configuration) {
         self.configuration = configuration
@@ -77,7 +89,16 @@ public final class StreamKeepaliveHandler: ChannelDuplexHandler, RemovableChanne
 
     public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         lastWrite = context.eventLoop.now
+        whitespaceAllowed = true
         context.write(data, promise: promise)
+    }
+
+    public func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+        guard event is AwaitingHeader else {
+            return context.triggerUserOutboundEvent(event, promise: promise)
+        }
+        whitespaceAllowed = false
+        promise?.succeed(())
     }
 
     private func start(context: ChannelHandlerContext) {
@@ -106,7 +127,10 @@ public final class StreamKeepaliveHandler: ChannelDuplexHandler, RemovableChanne
         // A handler that reacted to PeerIdle may have closed the channel (and stopped us).
         guard running else { return }
         var deadlines: [NIODeadline] = []
-        if let interval = configuration.whitespaceInterval { deadlines.append(lastWrite + interval) }
+        if let interval = configuration.whitespaceInterval {
+            // Before a header there is nothing to keep alive yet; look again later.
+            deadlines.append(whitespaceAllowed ? lastWrite + interval : context.eventLoop.now + interval)
+        }
         if let timeout = configuration.idleTimeout { deadlines.append(lastRead + timeout) }
         if let pingAfter = configuration.pingAfter, !idleReported { deadlines.append(lastRead + pingAfter) }
         guard let next = deadlines.min() else { return }
@@ -132,7 +156,7 @@ public final class StreamKeepaliveHandler: ChannelDuplexHandler, RemovableChanne
             idleReported = true
             context.fireUserInboundEventTriggered(PeerIdle())
         }
-        if let interval = configuration.whitespaceInterval, now >= lastWrite + interval {
+        if let interval = configuration.whitespaceInterval, whitespaceAllowed, now >= lastWrite + interval {
             var space = context.channel.allocator.buffer(capacity: 1)
             space.writeStaticString(" ")
             write(context: context, data: wrapOutboundOut(space), promise: nil)

@@ -107,6 +107,9 @@ public final class XMLStreamParser {
     private func parse(_ base: UnsafeRawPointer, _ count: Int) throws(StreamError) -> Int {
         let state = self.state
         let callStart = state.pointee.fedTotal
+        if callStart == 0, base.load(as: UInt8.self) == 0x16 {
+            throw fail(XMLStreamParserErrors.tlsHandshake)
+        }
         var offset = 0
         while offset < count {
             let length = min(count - offset, Self.maxSlice)

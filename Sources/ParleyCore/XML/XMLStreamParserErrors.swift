@@ -34,6 +34,13 @@ enum XMLStreamParserErrors {
             text: "The stream's root element is '\(clip(name))' instead of 'stream'.")
     }
 
+    /// 0x16 (a TLS handshake record) can never start XML; naming it tells the operator of a
+    /// misconfigured peer what went wrong, where libxml2 would only say "Document is empty".
+    static let tlsHandshake = StreamError(
+        .notWellFormed,
+        text: "The stream starts with a TLS handshake, not XML: on this port TLS begins with STARTTLS; "
+            + "TLS from the first byte needs the direct TLS port (XEP-0368).")
+
     static func headerTooLarge(_ limit: Int) -> StreamError {
         StreamError(.policyViolation, text: "The stream header is larger than \(limit) bytes.")
     }

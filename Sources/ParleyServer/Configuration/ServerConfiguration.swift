@@ -32,8 +32,11 @@ public struct ServerConfiguration: Sendable, Hashable {
         public var interfaces = ["127.0.0.1"]
         /// The STARTTLS port (RFC 6120). 0 lets the system pick one, which tests use.
         public var port = 5222
-        /// The direct TLS port (XEP-0368); 0 disables it.
+        /// The direct TLS port (XEP-0368); 0 disables it, `anyFreePort` lets the system pick one.
         public var directTLSPort = 5223
+        /// For `directTLSPort`, where 0 already means "disabled": a port the system picks, as
+        /// tests need. Code only; the file accepts 0...65535.
+        public static let anyFreePort = -1
         public init() {}
     }
 

@@ -204,6 +204,9 @@ public final class StanzaRouter: Sendable {
     public func bounce(_ stanza: XMLElement, to sender: SessionHandle, _ error: StanzaError) {
         guard var reply = stanza.errorReply(error) else { return }
         if stanza.to == nil { reply.from = sender.jid.bare.description }
+        // An iq always carries an id (RFC 6120 §8.1.3); answering one that had none, there is
+        // nothing to echo, so the reply's is empty.
+        if reply.name == "iq", reply.id == nil { reply.id = "" }
         sender.deliver(reply)
     }
 }

@@ -126,7 +126,8 @@ public final class RunningServer: Sendable {
                 listeners.append(plain)
                 if let address = plain.localAddress { c2s.append(address) }
                 if configuration.c2s.directTLSPort != 0 {
-                    settings.port = configuration.c2s.directTLSPort
+                    let port = configuration.c2s.directTLSPort
+                    settings.port = port == ServerConfiguration.C2S.anyFreePort ? 0 : port
                     settings.directTLS = true
                     let secure = try await C2SListener.bind(settings, server: context, group: group, tracker: tracker)
                     listeners.append(secure)

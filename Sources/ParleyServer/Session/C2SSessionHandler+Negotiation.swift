@@ -136,6 +136,7 @@ extension C2SSessionHandler {
             return closeNow()
         }
         context.triggerUserOutboundEvent(XMLStreamDecoder.Restart.afterTLS, promise: nil)
+        context.triggerUserOutboundEvent(StreamKeepaliveHandler.AwaitingHeader(), promise: nil)
         phase = .awaitingHeader
         responseHeaderSent = false
     }

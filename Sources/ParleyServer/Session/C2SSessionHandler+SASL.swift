@@ -98,9 +98,10 @@ extension C2SSessionHandler {
                     logger.error("account lookup failed", metadata: ["error": "\(error)"])
                     return authenticationFailed(SASLFailure(.temporaryAuthFailure))
                 } else {
-                    // Unknown users get a stable fake salt and fail only at the end, exactly
-                    // like a wrong password.
-                    challenge = try scram.serverFirstForUnknownUser(serverSecret: server.unknownUserSecret)
+                    // Unknown users get a stable fake salt and the iteration count new
+                    // accounts get, and fail only at the end, exactly like a wrong password.
+                    challenge = try scram.serverFirstForUnknownUser(
+                        serverSecret: server.unknownUserSecret, iterations: server.policy.scramIterations)
                 }
                 phase = .authenticating(.scramAwaitingClientFinal(scram, username: username))
                 send(SASLElement.challenge(challenge).element)
@@ -123,12 +124,21 @@ extension C2SSessionHandler {
             return authenticationFailed(SASLFailure(.notAuthorized))
         }
         let accounts = server.accounts
+        let secret = server.unknownUserSecret
+        let iterations = server.policy.scramIterations
         // PBKDF2 runs here, off the event loop, with the stored salt and iteration count.
         suspend({ () async throws -> Bool in
             guard let record = try await accounts.account(username: username),
                 let credentials = AccountCredentials.credentials(for: .sha256, in: record)
                     ?? AccountCredentials.credentials(for: .sha1, in: record)
-            else { return false }
+            else {
+                // The same PBKDF2 as for a real account, so the time to answer does not tell
+                // which usernames exist; stand-in credentials match no password.
+                let standIn = try SCRAMCredentials.unknownUser(
+                    username: username, serverSecret: secret, iterations: iterations, hash: .sha256)
+                _ = try? plain.verify(against: standIn)
+                return false
+            }
             do {
                 try plain.verify(against: credentials)
                 return true
@@ -164,6 +174,7 @@ extension C2SSessionHandler {
         send(SASLElement.success(additionalData: additionalData).element)
         // The client's next bytes start a new stream on the same connection (§6.4.6).
         context.triggerUserOutboundEvent(XMLStreamDecoder.Restart.afterSASL, promise: nil)
+        context.triggerUserOutboundEvent(StreamKeepaliveHandler.AwaitingHeader(), promise: nil)
         phase = .awaitingHeader
         responseHeaderSent = false
     }

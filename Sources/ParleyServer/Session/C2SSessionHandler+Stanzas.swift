@@ -47,17 +47,20 @@ extension C2SSessionHandler {
         }
     }
 
-    /// Stops reading from the socket while the client is over its stanza rate; TCP then
-    /// slows the client down and nothing it sent is dropped.
+    /// Stops reading from the socket while the client is over its stanza rate, and holds
+    /// the stanzas already read until the pause is over; TCP then slows the client down and
+    /// nothing it sent is dropped.
     private func shapeRate() {
-        guard !readPaused, let pause = stanzaBucket.take(), let context else { return }
+        guard let pause = stanzaBucket.take(), let context else { return }
         readPaused = true
         let channel = context.channel
         _ = channel.setOption(ChannelOptions.autoRead, value: false)
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
         context.eventLoop.scheduleTask(in: pause) {
-            loopBound.value.readPaused = false
+            let handler = loopBound.value
+            handler.readPaused = false
             _ = channel.setOption(ChannelOptions.autoRead, value: true)
+            handler.drainSuspendedEvents()
         }
     }
 

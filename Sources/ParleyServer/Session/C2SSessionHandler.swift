@@ -37,6 +37,8 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     var isSecure: Bool
     /// The localpart that authenticated, once SASL succeeded.
     var authenticatedUser: String?
+    /// The id of the stream this side opened; empty until its header is sent, and again
+    /// after each restart (STARTTLS, SASL), so an error before the new header opens one.
     var streamID = ""
     /// Whether our side of the current stream (since the last restart) has its header out:
     /// a stream error must always follow one (RFC 6120 §4.9.1.1).
@@ -87,6 +89,8 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private func start(context: ChannelHandlerContext) {
         guard !admitted, refusal == nil else { return }
+        // Our first bytes are the stream header, whenever the client's header comes.
+        context.triggerUserOutboundEvent(StreamKeepaliveHandler.AwaitingHeader(), promise: nil)
         server.metrics.connectionsAccepted.increment()
         switch server.connectionLimiter.admit(address: remoteAddress) {
         case .none:
@@ -127,11 +131,13 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let event = unwrapInboundIn(data)
-        if isSuspended {
+        // Held while work is in flight, or while the client is over its stanza rate: then
+        // reading is off, so only what was already read is held.
+        if isSuspended || readPaused {
             suspendedEvents.append(event)
             // A client may pipeline a little while we look something up; more than this
             // while we cannot answer is abuse.
-            if suspendedEvents.count > 64 {
+            if !readPaused, suspendedEvents.count > 64 {
                 fail(StreamError(.policyViolation, text: "Too many stanzas were sent while authentication was in progress."))
             }
             return
@@ -219,8 +225,8 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
-    private func drainSuspendedEvents() {
-        while !isSuspended, !suspendedEvents.isEmpty, !isClosed {
+    func drainSuspendedEvents() {
+        while !isSuspended, !readPaused, !suspendedEvents.isEmpty, !isClosed {
             handle(suspendedEvents.removeFirst())
         }
         context?.flush()

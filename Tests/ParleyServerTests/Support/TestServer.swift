@@ -1,0 +1,108 @@
+import Foundation
+import Logging
+import NIOPosix
+import ParleyCore
+@testable import ParleyServer
+import ParleyStorage
+
+/// A real server on 127.0.0.1 with system-picked ports, a fresh data directory and a few
+/// accounts, for scenario tests. Every test starts its own, so no state leaks between tests.
+final class TestServer: Sendable {
+    static let domain = "localhost"
+    /// Accounts every scenario may log in with.
+    static let defaultAccounts = ["alice": "alice-password", "bob": "bob-password"]
+
+    let running: RunningServer
+    let directory: String
+
+    var c2sPort: Int { running.c2sPort }
+    var directTLSPort: Int { running.directTLSPort }
+    var fingerprint: String { running.certificateFingerprint ?? "" }
+    var configuration: ServerConfiguration { running.configuration }
+
+    private init(running: RunningServer, directory: String) {
+        self.running = running
+        self.directory = directory
+    }
+
+    /// The configuration scenarios start from: loopback, ephemeral ports, the cheapest SCRAM
+    /// iteration count RFC 7677 allows, and keepalives out of the way unless a test wants them.
+    static func baseConfiguration(directory: String) -> ServerConfiguration {
+        var configuration = ServerConfiguration()
+        configuration.domain = domain
+        configuration.dataDirectory = directory
+        configuration.c2s.interfaces = ["127.0.0.1"]
+        configuration.c2s.port = 0
+        configuration.c2s.directTLSPort = ServerConfiguration.C2S.anyFreePort
+        configuration.auth.scramIterations = 4096
+        configuration.keepalive.whitespaceInterval = nil
+        configuration.keepalive.pingAfter = nil
+        configuration.keepalive.idleTimeout = .seconds(60)
+        configuration.shutdown.gracePeriod = .seconds(2)
+        return configuration
+    }
+
+    static func start(
+        accounts: [String: String] = defaultAccounts,
+        _ configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) async throws -> TestServer {
+        let directory = NSTemporaryDirectory() + "parley-scenario-" + UUID().uuidString
+        var configuration = baseConfiguration(directory: directory)
+        configure(&configuration)
+        var logger = Logger(label: "parley.scenario")
+        logger.logLevel = ProcessInfo.processInfo.environment["PARLEY_TEST_LOG"] != nil ? .debug : .critical
+        let running = try await RunningServer.start(configuration: configuration, logger: logger)
+        let server = TestServer(running: running, directory: directory)
+        for (username, password) in accounts {
+            try await server.createAccount(username, password: password)
+        }
+        return server
+    }
+
+    func createAccount(_ username: String, password: String) async throws {
+        let keys = try AccountKeys.derive(password: password, iterations: configuration.auth.scramIterations)
+        try await running.storage.createAccount(username: username, keys: keys)
+    }
+
+    /// Stops the server (if the test did not) and removes its data directory.
+    func stop() async {
+        await running.shutdown()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Starts a server, runs `body`, and always stops it.
+    static func with<T>(
+        accounts: [String: String] = defaultAccounts,
+        _ configure: (inout ServerConfiguration) -> Void = { _ in },
+        _ body: (TestServer) async throws -> T
+    ) async throws -> T {
+        let server = try await start(accounts: accounts, configure)
+        do {
+            let result = try await body(server)
+            await server.stop()
+            return result
+        } catch {
+            await server.stop()
+            throw error
+        }
+    }
+
+    // MARK: Clients
+
+    /// A plain TCP connection to the STARTTLS port; nothing sent yet.
+    func connect() async throws -> TestClient {
+        try await TestClient.connect(port: c2sPort, fingerprint: fingerprint)
+    }
+
+    /// A connection to the direct TLS port (XEP-0368), handshake done, nothing sent yet.
+    func connectDirectTLS(alpn: [String] = ["xmpp-client"]) async throws -> TestClient {
+        try await TestClient.connect(port: directTLSPort, fingerprint: fingerprint, directTLS: alpn)
+    }
+
+    /// A client that went all the way: STARTTLS, SCRAM-SHA-256, bind.
+    func login(_ username: String, password: String? = nil, resource: String? = nil) async throws -> TestClient {
+        let client = try await connect()
+        try await client.login(username, password: password ?? Self.defaultAccounts[username] ?? "", resource: resource)
+        return client
+    }
+}
