@@ -29,6 +29,8 @@ final class OfflineGroupCommit: @unchecked Sendable {
     private var queue: [Request] = []
     /// Guarded by `lock`: a writer task is running and will look at `queue` again.
     private var writing = false
+    /// Guarded by `lock`: transactions written, for tests and metrics.
+    private var batches = 0
 
     init(pool: DatabasePool, batchLimit: Int) {
         self.pool = pool
@@ -67,6 +69,9 @@ final class OfflineGroupCommit: @unchecked Sendable {
         }
     }
 
+    /// How many transactions have been written, committed or not.
+    var batchCount: Int { lock.withLock { batches } }
+
     private func drain() async {
         while let batch = nextBatch() {
             let results: [Result<Int64, any Error>]
@@ -89,6 +94,7 @@ final class OfflineGroupCommit: @unchecked Sendable {
                 writing = false
                 return nil
             }
+            batches += 1
             if queue.count <= batchLimit {
                 defer { queue = [] }
                 return queue

@@ -50,12 +50,15 @@ public final class SQLiteStorage: Sendable {
         configuration.busyMode = .timeout(options.busyTimeout)
         configuration.foreignKeysEnabled = true
         configuration.maximumReaderCount = options.maximumReaderCount
-        configuration.prepareDatabase { db in
-            // In WAL mode NORMAL can lose the last commits on power loss; a message that was
-            // acknowledged to its sender must survive that, so every commit is synced.
+        pool = try DatabasePool(path: path, configuration: configuration)
+        // In WAL mode NORMAL can lose the last commits on power loss; a message that was
+        // acknowledged to its sender must survive that, so every commit is synced. Set here,
+        // not in `prepareDatabase`: the pool switches its writer to WAL with
+        // `synchronous = NORMAL` after that has run. The writer connection lives as long as
+        // the pool, so once is enough.
+        try pool.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
         }
-        pool = try DatabasePool(path: path, configuration: configuration)
 
         let migrator = SQLiteMigrations.migrator
         // A file written by a newer parleyd has tables this one does not know how to keep
