@@ -115,5 +115,12 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]),
+        .testTarget(
+            name: "ParleyClientTests",
+            dependencies: [
+                "ParleyClient", "ParleyServer", "ParleyStorage", "ParleyCore", "ParleyTLS",
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
     ]
 )
