@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "ParleyServer", targets: ["ParleyServer"]),
         .executable(name: "parleyd", targets: ["parleyd"]),
         .library(name: "ParleyClient", targets: ["ParleyClient"]),
+        .executable(name: "parley", targets: ["parley"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -84,6 +85,13 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
+        .executableTarget(
+            name: "parley",
+            dependencies: [
+                "ParleyClient", "ParleyCore", "ParleyTLS",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .target(
             name: "ParleyTestSupport",
