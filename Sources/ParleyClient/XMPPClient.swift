@@ -107,11 +107,13 @@ public actor XMPPClient {
         }
     }
 
-    public func disconnect() {
+    /// Ends the session politely and returns once the connection is closed (at most about a
+    /// second), so that a process may exit right after without cutting off what it sent.
+    public func disconnect() async {
         state = .stopped
         reconnectTask?.cancel()
         reconnectTask = nil
-        connection?.close()
+        let closing = connection
         connection = nil
         boundJID = nil
         streamFeatures = nil
@@ -119,6 +121,7 @@ public actor XMPPClient {
         failPendingRequests(ClientError.disconnected)
         resumeConnectWaiters(with: ClientError.disconnected)
         eventSink.yield(.disconnected(.requested))
+        await closing?.closeGracefully()
     }
 
     private func startConnecting() {
@@ -222,7 +225,11 @@ public actor XMPPClient {
         eventSink.yield(.disconnected(reason))
         guard configuration.reconnect.enabled else {
             state = .stopped
-            resumeConnectWaiters(with: ClientError.connectionFailed(reason.description))
+            if case .connectionLost(let detail) = reason {
+                resumeConnectWaiters(with: ClientError.connectionFailed(detail))
+            } else {
+                resumeConnectWaiters(with: ClientError.connectionFailed(reason.description))
+            }
             return
         }
         attempt += 1
@@ -347,7 +354,8 @@ public actor XMPPClient {
     nonisolated static func describe(_ error: any Error) -> String {
         switch error {
         case let error as IOError:
-            return error.description
+            // "connection refused", not NIO's "connection reset (error set): … (errno: 111)".
+            return String(cString: strerror(error.errnoCode)).lowercased()
         case let error as NIOConnectionError:
             if error.connectionErrors.isEmpty, error.dnsAError != nil || error.dnsAAAAError != nil {
                 return "unknown host \(error.host)"

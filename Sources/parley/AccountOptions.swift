@@ -62,13 +62,18 @@ struct AccountOptions: ParsableArguments {
 
     /// Signs in for a one-shot command, runs `body`, makes sure the server has processed what
     /// it sent, and signs out.
-    func withClient<T>(_ body: (ChatClient) async throws -> T) async throws -> T {
-        let (configuration, cachePath) = try resolve(reconnect: false)
+    ///
+    /// Unless `online`, the session sends no presence: it is not "online" for contacts, and
+    /// messages to the account wait in offline storage for a real session instead of coming
+    /// to one that is about to go.
+    func withClient<T>(online: Bool = false, _ body: (ChatClient) async throws -> T) async throws -> T {
+        var (configuration, cachePath) = try resolve(reconnect: false)
+        configuration.sendsInitialPresence = online
         do {
             let client = try ChatClient(configuration: configuration, cachePath: cachePath, logger: logger)
             try await client.connect()
             let result = try await body(client)
-            try await client.xmpp.ping()
+            try await client.settle()
             await client.disconnect()
             return result
         } catch {

@@ -26,8 +26,11 @@ struct Chat: AsyncParsableCommand {
         } catch {
             throw CLIError(error, account: configuration.jid)
         }
+        let me = configuration.jid.bare
         let printer = Task {
             for await event in client.events {
+                // The server echoes our own presence back; the user knows it already.
+                if case .presence(let update) = event, update.from.bare == me { continue }
                 if let line = MessageFormat.line(for: event) { print(line) }
             }
         }

@@ -105,10 +105,17 @@ struct History: AsyncParsableCommand {
 
     func run() async throws {
         let contact = try parseJID(contact)
-        let messages = try await account.withClient { client in
-            // Messages stored offline arrive right after sign-in; the ping in withClient
-            // comes back after them.
-            try await client.xmpp.ping()
+        let messages = try await account.withClient(online: true) { client in
+            // Messages stored offline arrive after the initial presence, at the server's pace:
+            // wait until a round trip brings nothing new.
+            var count = -1
+            for _ in 0..<20 {
+                try await client.settle()
+                let now = try await client.history(with: contact, limit: limit).count
+                if now == count { break }
+                count = now
+                try await Task.sleep(for: .milliseconds(200))
+            }
             return try await client.history(with: contact, limit: limit)
         }
         for message in messages { print(MessageFormat.historyLine(message)) }

@@ -28,7 +28,11 @@ struct Parley: AsyncParsableCommand {
             command = try parseAsRoot()
         } catch {
             let code = exitCode(for: error)
-            if code == .success { exit(withError: error) }
+            if code == .success {
+                // --help and --version.
+                print(fullMessage(for: error))
+                Foundation.exit(ExitStatus.ok.rawValue)
+            }
             Terminal.error(message(for: error).trimmingCharacters(in: .whitespacesAndNewlines))
             Foundation.exit(ExitStatus.usage.rawValue)
         }
@@ -44,7 +48,11 @@ struct Parley: AsyncParsableCommand {
             Terminal.error(error.message)
             Foundation.exit(error.status.rawValue)
         } catch {
-            if exitCode(for: error) == .success { Foundation.exit(0) }
+            // `parley help …` runs a help command that ends by "throwing" the help text.
+            if exitCode(for: error) == .success {
+                print(fullMessage(for: error))
+                Foundation.exit(ExitStatus.ok.rawValue)
+            }
             Terminal.error("\(error)")
             Foundation.exit(ExitStatus.usage.rawValue)
         }

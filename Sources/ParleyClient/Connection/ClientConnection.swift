@@ -44,6 +44,15 @@ final class ClientConnection: Sendable {
         channel.writeAndFlush(XMLStreamOutput.element(stanza), promise: nil)
     }
 
+    /// `close()`, then waits until the connection is closed, or `timeout` has passed.
+    func closeGracefully(timeout: Duration = .seconds(1)) async {
+        close()
+        let channel = self.channel
+        let timer = channel.eventLoop.scheduleTask(in: TimeAmount(timeout)) { channel.close(promise: nil) }
+        try? await channel.closeFuture.get()
+        timer.cancel()
+    }
+
     /// Ends the stream politely: `</stream:stream>`, then the TCP (and TLS) close.
     func close() {
         let channel = self.channel

@@ -33,7 +33,13 @@ public actor ChatClient {
     var removalReported: Set<JID> = []
     var status = Status()
     private var installed = false
-    private let inbox: AsyncStream<XMLElement>.Continuation
+    private let inbox: AsyncStream<InboxItem>.Continuation
+
+    private enum InboxItem: Sendable {
+        case stanza(XMLElement)
+        /// Resumed once every stanza queued before it has been handled (see `settle()`).
+        case barrier(CheckedContinuation<Void, Never>)
+    }
 
     struct Status: Equatable {
         var show = PresenceUpdate.Show.available
@@ -52,12 +58,17 @@ public actor ChatClient {
         self.logger = logger
         // Stanzas are handled one at a time, in arrival order, by one task: the XMPP client's
         // handler only enqueues, so it never waits on this actor.
-        let (stream, continuation) = AsyncStream.makeStream(of: XMLElement.self, bufferingPolicy: .unbounded)
+        let (stream, continuation) = AsyncStream.makeStream(of: InboxItem.self, bufferingPolicy: .unbounded)
         inbox = continuation
         Task { [weak self] in
-            for await stanza in stream {
-                guard let self else { return }
-                await self.handle(stanza)
+            for await item in stream {
+                switch item {
+                case .stanza(let stanza):
+                    guard let self else { return }
+                    await self.handle(stanza)
+                case .barrier(let continuation):
+                    continuation.resume()
+                }
             }
         }
     }
@@ -79,7 +90,7 @@ public actor ChatClient {
                 for contact in cached.contacts where contact.awaitingApproval { outgoingRequests.insert(contact.jid) }
             }
             let inbox = self.inbox
-            await xmpp.addStanzaHandler { stanza in inbox.yield(stanza) }
+            await xmpp.addStanzaHandler { stanza in inbox.yield(.stanza(stanza)) }
             await xmpp.addEstablishedHandler { [weak self] jid in await self?.sessionStarted(jid) }
         }
         try await xmpp.connect()
@@ -87,6 +98,16 @@ public actor ChatClient {
 
     public func disconnect() async {
         await xmpp.disconnect()
+    }
+
+    /// Returns once the server has processed everything sent so far (a ping comes back after
+    /// it) and everything the server sent before that answer has been handled here: the
+    /// cache written and the events emitted. What a short-lived program waits for before
+    /// signing out.
+    public func settle() async throws {
+        try await xmpp.ping()
+        let inbox = self.inbox
+        await withCheckedContinuation { inbox.yield(.barrier($0)) }
     }
 
     /// Runs after every successful (re)connect.
