@@ -96,6 +96,45 @@ import Testing
     }
 }
 
+extension ContactScenarioTests {
+    /// XEP-0237: a second login with the cached roster version gets only what changed while
+    /// away, as pushes, and ends with the same roster as a full fetch would give.
+    @Test func aCachedRosterVersionBringsOnlyTheChanges() async throws {
+        try await withServer { server in
+            try await server.createAccount("alice")
+            try await server.createAccount("bob")
+            try await server.createAccount("carol")
+            let cachePath = server.directory + "/alice-cache.sqlite"
+            let (alice, aliceEvents) = try server.client("alice", cachePath: cachePath)
+            let (bob, bobEvents) = try server.client("bob")
+            try await alice.connect()
+            try await bob.connect()
+            try await befriend(alice, aliceEvents, bob, bobEvents, note: nil)
+            try await alice.addContact(try JID("carol@localhost"))
+            let versionBefore = try await alice.cache!.roster().version
+            await alice.disconnect()
+
+            // While Alice is away, Bob removes her.
+            try await bob.removeContact(try JID("alice@localhost"))
+            await bob.disconnect()
+
+            let (again, againEvents) = try server.client("alice", cachePath: cachePath)
+            try await again.connect()
+            // The server offers versioning, so the fetch carried the cached version.
+            #expect(await again.xmpp.streamFeatures?.firstChild("ver", namespace: "urn:xmpp:features:rosterver") != nil)
+            try await againEvents.next("the roster") { if case .rosterChanged = $0 { true } else { false } }
+            let bobJID = try JID("bob@localhost")
+            try await eventually("the removal arrives as a push") {
+                await again.contacts().first { $0.jid == bobJID }?.subscription == Contact.Subscription.none
+            }
+            #expect(await again.contacts().map(\.jid.description) == ["bob@localhost", "carol@localhost"])
+            let versionAfter = try await again.cache!.roster().version
+            #expect(versionAfter != nil && versionAfter != versionBefore)
+            await again.disconnect()
+        }
+    }
+}
+
 /// Alice asks Bob (with `note`), Bob accepts, and both end up with a `both` subscription.
 func befriend(_ alice: ChatClient, _ aliceEvents: EventRecorder, _ bob: ChatClient, _ bobEvents: EventRecorder, note: String?) async throws {
     let aliceJID = try JID("alice@localhost")

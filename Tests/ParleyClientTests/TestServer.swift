@@ -51,10 +51,10 @@ struct TestServer {
     }
 
     /// A client for `username` with a fresh cache, and a recorder of its events.
-    func client(_ username: String, resource: String? = nil) throws -> (ChatClient, EventRecorder) {
+    func client(_ username: String, resource: String? = nil, cachePath: String? = nil) throws -> (ChatClient, EventRecorder) {
         let client = try ChatClient(
             configuration: configuration(for: username, resource: resource),
-            cachePath: directory + "/clients/\(username)-\(UUID().uuidString).sqlite", logger: quietLogger("client.\(username)"))
+            cachePath: cachePath ?? directory + "/clients/\(username)-\(UUID().uuidString).sqlite", logger: quietLogger("client.\(username)"))
         return (client, EventRecorder(client.events))
     }
 

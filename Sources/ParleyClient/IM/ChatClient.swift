@@ -114,6 +114,8 @@ public actor ChatClient {
     private func sessionStarted(_ jid: JID) async {
         do {
             try await refreshRoster()
+        } catch ClientError.disconnected {
+            return  // gone again already; the next session fetches it
         } catch {
             logger.warning("roster fetch failed", metadata: ["error": "\(error)"])
         }
