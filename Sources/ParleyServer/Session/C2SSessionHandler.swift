@@ -292,6 +292,10 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func closeNow() {
+        // Unbind first: `endSession` only acts on a bound phase, so marking the phase closed
+        // before it would leave a ghost in the registry (and a message routed to it would be
+        // redelivered to it again and again until the stack overflows).
+        endSession(reason: "connection failed")
         phase = .closed
         context?.close(promise: nil)
     }
