@@ -71,6 +71,21 @@ import Testing
         }
     }
 
+    @Test func aMessageToNoSuchAccountComesBackAsAStanzaError() async throws {
+        try await withServer { server in
+            try await server.createAccount("alice")
+            let (alice, aliceEvents) = try server.client("alice")
+            try await alice.connect()
+            let nobody = try JID("nobody@localhost")
+            let id = await alice.sendMessage(to: nobody, body: "hello?")
+            let event = try await aliceEvents.next("the bounce") { if case .stanzaError(id, _, _) = $0 { true } else { false } }
+            if case .stanzaError(_, let from, let error) = event {
+                #expect(from == nobody && error.condition == .serviceUnavailable)
+            }
+            await alice.disconnect()
+        }
+    }
+
     @Test func reconnectsAfterAServerRestartAndDeliversWhatWasQueued() async throws {
         try await withServer { server in
             try await server.createAccount("alice")
