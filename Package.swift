@@ -98,6 +98,9 @@ let package = Package(
             dependencies: ["ParleyCore", "CLibXML2"],
             path: "Tests/ParleyTestSupport"),
         .testTarget(name: "ParleyCoreTests", dependencies: ["ParleyCore", "ParleyTestSupport"]),
+        .executableTarget(
+            name: "ParleyBench", dependencies: ["ParleyCore", "CLibXML2"], path: "bench/ParleyBench"),
+        .executableTarget(name: "ParleyFuzz", dependencies: ["ParleyCore"], path: "fuzz/ParleyFuzz"),
         .testTarget(
             name: "ParleyTLSTests",
             dependencies: [

@@ -8,7 +8,9 @@ import Testing
     static func state(_ text: String) -> SubscriptionState {
         let parts = text.components(separatedBy: " + ")
         let base = Subscription(rawValue: parts[0].lowercased())!
-        return SubscriptionState(base, pendingOut: parts.contains("Pending Out"), pendingIn: parts.contains("Pending In"))
+        return SubscriptionState(
+            base, pendingOut: parts.contains("Pending Out"), pendingIn: parts.contains("Pending In"),
+            preApproved: parts.contains("Pre-Approved"))
     }
 
     struct Row: Sendable, CustomTestStringConvertible {
@@ -40,10 +42,13 @@ import Testing
     ])
     func outboundUnsubscribe(_ row: Row) { check(.outbound(.unsubscribe, Self.state(row.from)), row) }
 
-    // A.2.3 Outbound subscribed: only an answer to a pending request is routed.
+    // A.2.3 Outbound subscribed: only an answer to a pending request is routed; with nothing
+    // pending it becomes a pre-approval (§3.4), unless the contact is already subscribed.
     @Test(arguments: [
         row("None + Pending In", "From", true), row("None + Pending Out + Pending In", "From + Pending Out", true),
-        row("To + Pending In", "Both", true), row("To", "To", false), row("From", "From", false),
+        row("To + Pending In", "Both", true), row("None", "None + Pre-Approved", false),
+        row("None + Pending Out", "None + Pending Out + Pre-Approved", false),
+        row("To", "To + Pre-Approved", false), row("From", "From", false),
         row("From + Pending Out", "From + Pending Out", false), row("Both", "Both", false),
     ])
     func outboundSubscribed(_ row: Row) { check(.outbound(.subscribed, Self.state(row.from)), row) }

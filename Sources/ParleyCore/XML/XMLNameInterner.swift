@@ -8,24 +8,32 @@ import CLibXML2
 /// open-addressing table keyed by the pointer turns "decode and allocate a String" into a
 /// multiply, a mask and a compare. The table must be emptied whenever the dictionary is freed.
 ///
-/// It also counts what it has seen, which is (almost exactly) what the peer has added to the
-/// dictionary: the stream parser uses that to replace a context whose dictionary grew large
-/// before libxml2's own limit would kill the stream.
+/// It counts the names it holds, so the stream parser can bound it (with the dictionary).
+///
+/// Storage is manual (the owner calls `deallocate()`): lookups are on the hottest path.
 struct XMLNameInterner {
-    private var keys: [UInt]
-    private var values: [String]
+    private struct Entry {
+        var key: UInt
+        var value: String
+    }
+
+    private var entries: UnsafeMutablePointer<Entry>
     private var mask: Int
     /// Distinct names seen since the last `removeAll()`.
     private(set) var count = 0
-    /// Bytes of those names, each with the terminating NUL libxml2 stores too.
-    private(set) var bytes = 0
 
-    init(capacity: Int = 256) {
+    init(capacity: Int = 64) {
         var size = 16
         while size < capacity * 2 { size <<= 1 }
-        keys = Array(repeating: 0, count: size)
-        values = Array(repeating: "", count: size)
+        entries = .allocate(capacity: size)
+        entries.initialize(repeating: Entry(key: 0, value: ""), count: size)
         mask = size - 1
+    }
+
+    /// Frees the table; the interner must not be used afterwards.
+    func deallocate() {
+        entries.deinitialize(count: mask + 1)
+        entries.deallocate()
     }
 
     @inline(__always)
@@ -39,9 +47,9 @@ struct XMLNameInterner {
         let key = UInt(bitPattern: pointer)
         var index = Self.slot(key, mask)
         while true {
-            let found = keys[index]
-            if found == key { return values[index] }
-            if found == 0 { return insert(pointer, at: index) }
+            let entry = entries + index
+            if entry.pointee.key == key { return entry.pointee.value }
+            if entry.pointee.key == 0 { return insert(pointer, at: index) }
             index = (index + 1) & mask
         }
     }
@@ -50,31 +58,31 @@ struct XMLNameInterner {
     private mutating func insert(_ pointer: UnsafePointer<xmlChar>, at index: Int) -> String {
         let length = Int(xmlStrlen(pointer))
         let string = String(decoding: UnsafeBufferPointer(start: pointer, count: length), as: UTF8.self)
-        keys[index] = UInt(bitPattern: pointer)
-        values[index] = string
+        entries[index] = Entry(key: UInt(bitPattern: pointer), value: string)
         count += 1
-        bytes += length + 1
-        if count * 2 > keys.count { grow() }
+        if count * 2 > mask + 1 { grow() }
         return string
     }
 
     private mutating func grow() {
-        let oldKeys = keys
-        let oldValues = values
-        let size = keys.count * 2
-        keys = Array(repeating: 0, count: size)
-        values = Array(repeating: "", count: size)
+        let old = entries
+        let oldSize = mask + 1
+        let size = oldSize * 2
+        entries = .allocate(capacity: size)
+        entries.initialize(repeating: Entry(key: 0, value: ""), count: size)
         mask = size - 1
-        for index in oldKeys.indices where oldKeys[index] != 0 {
-            var slot = Self.slot(oldKeys[index], mask)
-            while keys[slot] != 0 { slot = (slot + 1) & mask }
-            keys[slot] = oldKeys[index]
-            values[slot] = oldValues[index]
+        for index in 0..<oldSize where old[index].key != 0 {
+            var slot = Self.slot(old[index].key, mask)
+            while entries[slot].key != 0 { slot = (slot + 1) & mask }
+            entries[slot] = old[index]
         }
+        old.deinitialize(count: oldSize)
+        old.deallocate()
     }
 
     /// Forgets every name: call when the dictionary the pointers belong to is freed.
     mutating func removeAll() {
+        deallocate()
         self = XMLNameInterner()
     }
 }

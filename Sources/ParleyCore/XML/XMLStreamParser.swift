@@ -31,9 +31,9 @@ public final class XMLStreamParser {
         case `continue`, stop
     }
 
-    /// When the names seen reach these sizes, the libxml2 context (and so its dictionary, which
-    /// only grows) is replaced at the next stanza boundary. Honest peers never get near this.
-    static let dictionaryRecycleBytes = 512 * 1024
+    /// When this many distinct names were seen, the libxml2 context (and so its dictionary, which
+    /// only grows) is replaced at the next stanza boundary, as when the dictionary's memory grows
+    /// past a quarter of its limit. Honest peers never get near either.
     static let dictionaryRecycleNames = 32_768
     /// The most bytes handed to libxml2 in one call, so the size limits are checked often.
     static let maxSlice = 64 * 1024
@@ -48,6 +48,7 @@ public final class XMLStreamParser {
 
     deinit {
         if let context = state.pointee.context { xmlFreeParserCtxt(context) }
+        state.pointee.releaseStorage()
         state.deinitialize(count: 1)
         state.deallocate()
     }
@@ -94,7 +95,7 @@ public final class XMLStreamParser {
     public func reset() {
         let hadFailure = state.pointee.failure != nil
         state.pointee.resetDocument()
-        if hadFailure || state.pointee.names.bytes > Self.dictionaryRecycleBytes / 2 {
+        if hadFailure || state.pointee.dictionaryIsLarge {
             replaceContext()
         } else {
             XMLStreamParserContext.reset(state.pointee.context.unsafelyUnwrapped, state: state)
@@ -109,6 +110,9 @@ public final class XMLStreamParser {
         var offset = 0
         while offset < count {
             let length = min(count - offset, Self.maxSlice)
+            if state.pointee.fedTotal < 4 {
+                try checkStreamStart(base + offset, length)
+            }
             state.pointee.sliceStart = state.pointee.fedTotal
             state.pointee.fedTotal += length
             let status = xmlParseChunk(
@@ -129,6 +133,15 @@ public final class XMLStreamParser {
             try checkUnfinishedSizes()
         }
         return count
+    }
+
+    /// Refuses UTF-16, UTF-32 and EBCDIC by their first bytes, before libxml2 converts them.
+    private func checkStreamStart(_ bytes: UnsafeRawPointer, _ count: Int) throws(StreamError) {
+        let wanted = min(4 - state.pointee.streamStart.count, count)
+        for index in 0..<wanted { state.pointee.streamStart.append(bytes.load(fromByteOffset: index, as: UInt8.self)) }
+        if XMLStreamEncoding.isForeignStart(state.pointee.streamStart) {
+            throw fail(XMLStreamParserErrors.encoding(nil))
+        }
     }
 
     /// Bytes that gave no callback yet (a huge start tag or text node still arriving) count too.

@@ -7,6 +7,7 @@ import CLibXML2
 /// - a DOCTYPE fails the stream in `internalSubset`, before libxml2 reads any declaration;
 /// - `getEntity` knows no entity, so `&foo;` is libxml2's fatal error 26;
 /// - comments and processing instructions fail the stream;
+/// - no encoding but UTF-8: `XML_PARSE_IGNORE_ENC`, see `XMLStreamEncoding`;
 /// - errors come through this context's structured handler (`serror`), never libxml2's
 ///   process-wide hooks, which FoundationXML sets in the same process.
 enum XMLStreamParserContext {
@@ -14,7 +15,7 @@ enum XMLStreamParserContext {
 
     static let options = Int32(
         XML_PARSE_NONET.rawValue | XML_PARSE_NOCDATA.rawValue | XML_PARSE_NOERROR.rawValue
-            | XML_PARSE_NOWARNING.rawValue)
+            | XML_PARSE_NOWARNING.rawValue | XML_PARSE_IGNORE_ENC.rawValue)
 
     /// A new push-parser context whose callbacks work on `state`.
     static func make(for state: State) -> xmlParserCtxtPtr {
@@ -84,9 +85,16 @@ enum XMLStreamParserContext {
         xmlDictSetLimit(context.pointee.dict, dictionaryLimit(limits))
     }
 
-    /// Room for the recycle threshold plus the worst one stanza and one header can add.
+    /// The dictionary's memory limit: about 1 MB, so a peer inventing names cannot grow it to
+    /// libxml2's default 10 MB. libxml2 adds string pools of 4× the previous size while the total
+    /// is under the limit, so a context replaced once its pools pass a quarter of the limit
+    /// (`dictionaryRecycleUsage`) has room for any one stanza and header.
     static func dictionaryLimit(_ limits: XMLStreamParser.Limits) -> Int {
-        max(1_000_000, XMLStreamParser.dictionaryRecycleBytes + 2 * limits.maxStanzaBytes + limits.maxHeaderBytes)
+        max(1_000_000, 4 * (limits.maxStanzaBytes + limits.maxHeaderBytes))
+    }
+
+    static func dictionaryRecycleUsage(_ limits: XMLStreamParser.Limits) -> Int {
+        dictionaryLimit(limits) / 4
     }
 
     /// Starts a new document on an existing context, keeping its handler and dictionary.

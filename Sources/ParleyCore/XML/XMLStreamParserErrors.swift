@@ -92,7 +92,8 @@ enum XMLStreamParserErrors {
         case Int32(XML_ERR_NO_MEMORY.rawValue):
             return StreamError(
                 .resourceConstraint, text: "The stream exhausted the memory the XML parser allows it: \(detail).")
-        case Int32(XML_ERR_INTERNAL_ERROR.rawValue):
+        case Int32(XML_ERR_INTERNAL_ERROR.rawValue)
+        where detail.contains("depth") || detail.contains("Huge") || detail.contains("huge"):
             return StreamError(.policyViolation, text: "The stream exceeded a limit of the XML parser: \(detail).")
         default:
             return StreamError(.notWellFormed, text: "The stream is not well-formed XML: \(detail).")

@@ -1,5 +1,11 @@
 import CLibXML2
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Everything the SAX callbacks of one `XMLStreamParser` work on.
 ///
 /// It lives in a heap block the parser allocates once (`UnsafeMutablePointer`), which libxml2
@@ -7,13 +13,6 @@ import CLibXML2
 /// exclusivity checks on the hot path. All positions are byte offsets from the start of the
 /// current stream (the last `reset()`), counted in the peer's bytes.
 struct XMLStreamParserState {
-    /// An element of the current stanza whose end tag has not arrived yet.
-    struct Frame {
-        var name: String
-        var namespace: String?
-        var attributes: [XMLAttribute]
-        var children: [XMLNode]
-    }
 
     let limits: XMLStreamParser.Limits
     var context: xmlParserCtxtPtr?
@@ -33,7 +32,11 @@ struct XMLStreamParserState {
 
     /// Open elements, the root included.
     var depth = 0
-    var frames: [Frame] = []
+    /// The elements of the current stanza whose end tag has not arrived yet, outermost first:
+    /// built in place, so closing one is a move into its parent. `maxDepth` slots, manual.
+    let frames: UnsafeMutablePointer<XMLElement>
+    var frameCount = 0
+    /// Character data since the last tag, merged into one text node.
     var pendingText: [UInt8] = []
     var names = XMLNameInterner()
     var header: XMLStreamHeader?
@@ -45,16 +48,37 @@ struct XMLStreamParserState {
 
     /// Where events go during `feed`.
     var sink: ((XMLStreamEvent) -> XMLStreamParser.Next)?
-    var failure: StreamError?
+    var failure: StreamError? { didSet { updateHalted() } }
     /// Set when the sink asked to stop: the position just after that event.
-    var stopPosition: Int?
+    var stopPosition: Int? { didSet { updateHalted() } }
     /// Set when the context should be replaced at this stanza boundary (its dictionary grew).
-    var recyclePosition: Int?
+    var recyclePosition: Int? { didSet { updateHalted() } }
+    /// Whether callbacks should do nothing (an error happened or the parser was stopped).
+    private(set) var isHalted = false
+
+    private mutating func updateHalted() {
+        isHalted = failure != nil || stopPosition != nil || recyclePosition != nil
+    }
 
     init(limits: XMLStreamParser.Limits) {
         self.limits = limits
-        frames.reserveCapacity(limits.maxDepth + 1)
+        frames = .allocate(capacity: max(limits.maxDepth, 1))
         pendingText.reserveCapacity(1024)
+    }
+
+    /// Whether libxml2's dictionary (which only grows) should be replaced at this boundary.
+    var dictionaryIsLarge: Bool {
+        guard let context else { return false }
+        return xmlDictGetUsage(context.pointee.dict) > XMLStreamParserContext.dictionaryRecycleUsage(limits)
+            || names.count > XMLStreamParser.dictionaryRecycleNames
+    }
+
+    /// Frees the manually managed storage; the state must not be used afterwards.
+    mutating func releaseStorage() {
+        frames.deinitialize(count: frameCount)
+        frames.deallocate()
+        frameCount = 0
+        names.deallocate()
     }
 
     /// Forgets the document, keeping the buffers' capacity.
@@ -64,9 +88,11 @@ struct XMLStreamParserState {
         sliceStart = 0
         boundary = 0
         depth = 0
-        frames.removeAll(keepingCapacity: true)
+        frames.deinitialize(count: frameCount)
+        frameCount = 0
         pendingText.removeAll(keepingCapacity: true)
         header = nil
+        streamStart = []
         rootClosed = false
         replayingHeader = false
         failure = nil
@@ -88,10 +114,6 @@ struct XMLStreamParserState {
         if let context { xmlStopParser(context) }
     }
 
-    /// Whether callbacks should do nothing (an error happened or the sink stopped the parser).
-    @inline(__always)
-    var isHalted: Bool { failure != nil || stopPosition != nil || recyclePosition != nil }
-
     /// Hands an event to the sink; stops libxml2 if the sink says so. `end` is the position just
     /// after the event's last byte.
     @inline(__always)
@@ -109,14 +131,17 @@ struct XMLStreamParserState {
         if let version = context.pointee.version, xmlStrEqual(version, "1.0") == 0 {
             return fail(XMLStreamParserErrors.xmlVersion(String(cString: version)))
         }
-        let input = context.pointee.input
-        for declared in [context.pointee.encoding, input?.pointee.encoding] {
-            guard let declared else { continue }
-            if xmlStrcasecmp(declared, "UTF-8") != 0, xmlStrcasecmp(declared, "UTF8") != 0 {
-                return fail(XMLStreamParserErrors.encoding(String(cString: declared)))
-            }
+        guard let input = context.pointee.input, let base = input.pointee.base, let cur = input.pointee.cur else {
+            return
         }
-        if input?.pointee.buf?.pointee.encoder != nil {
+        // libxml2 ignores the declared encoding (XML_PARSE_IGNORE_ENC); the declaration it just
+        // checked is all that lies before the current position.
+        if let declared = XMLStreamEncoding.declaredEncoding(in: UnsafeBufferPointer(start: base, count: cur - base)),
+            !XMLStreamEncoding.isUTF8(declared)
+        {
+            return fail(XMLStreamParserErrors.encoding(declared))
+        }
+        if input.pointee.buf?.pointee.encoder != nil {
             return fail(XMLStreamParserErrors.encoding(nil))
         }
     }
@@ -137,21 +162,12 @@ struct XMLStreamParserState {
             return fail(XMLStreamParserErrors.stanzaTooLarge(limits.maxStanzaBytes))
         }
         if level > 1 {
-            flushText(into: frames.count - 1)
+            flushText(into: frameCount - 1)
         }
-        // Declarations on inner elements are not kept (every name is resolved), but what they
-        // add to libxml2's dictionary is counted.
-        if namespaceCount > 0, let namespaces {
-            for index in 0..<(namespaceCount * 2) {
-                if let name = namespaces[index] { _ = names.string(for: name) }
-            }
-        }
-        frames.append(
-            Frame(
-                name: names.string(for: localName),
-                namespace: uri.map { names.string(for: $0) },
-                attributes: makeAttributes(attributeCount, attributes),
-                children: []))
+        var element = XMLElement(names.string(for: localName), attributes: makeAttributes(attributeCount, attributes))
+        if let uri { element.namespace = names.string(for: uri) }
+        (frames + frameCount).initialize(to: element)
+        frameCount += 1
         depth = level + 1
     }
 
@@ -164,15 +180,11 @@ struct XMLStreamParserState {
             rootClosed = true
             return emit(.streamClosed, end: position())
         }
-        var frame = frames.removeLast()
-        if !pendingText.isEmpty {
-            frame.children.append(.text(String(decoding: pendingText, as: UTF8.self)))
-            pendingText.removeAll(keepingCapacity: true)
-        }
-        var element = XMLElement(frame.name, attributes: frame.attributes, children: frame.children)
-        element.namespace = frame.namespace
+        if !pendingText.isEmpty { flushText(into: frameCount - 1) }
+        frameCount -= 1
+        let element = (frames + frameCount).move()
         if level > 1 {
-            frames[frames.count - 1].children.append(.element(element))
+            Self.append(.element(element), to: &frames[frameCount - 1])
             return
         }
         let end = position()
@@ -181,10 +193,7 @@ struct XMLStreamParserState {
         }
         boundary = end
         emit(.stanza(element), end: end)
-        if stopPosition == nil, end >= sliceStart,
-            names.bytes > XMLStreamParser.dictionaryRecycleBytes
-                || names.count > XMLStreamParser.dictionaryRecycleNames
-        {
+        if stopPosition == nil, end >= sliceStart, dictionaryIsLarge {
             recyclePosition = end
             xmlStopParser(context)
         }
@@ -192,8 +201,9 @@ struct XMLStreamParserState {
 
     mutating func characters(_ bytes: UnsafePointer<xmlChar>, _ count: Int) {
         guard !isHalted else { return }
+        let end = charactersEnd(bytes, count)
         if depth > 1 {
-            if position() - boundary > limits.maxStanzaBytes {
+            if end - boundary > limits.maxStanzaBytes {
                 return fail(XMLStreamParserErrors.stanzaTooLarge(limits.maxStanzaBytes))
             }
             pendingText.append(contentsOf: UnsafeBufferPointer(start: bytes, count: count))
@@ -206,7 +216,15 @@ struct XMLStreamParserState {
             default: return fail(XMLStreamParserErrors.textBetweenStanzas)
             }
         }
-        boundary = max(boundary, position())
+        boundary = max(boundary, end)
+    }
+
+    /// Where the characters being reported end. libxml2 passes text straight from its input
+    /// buffer before moving past it, or (whitespace before `<`, decoded references) after.
+    @inline(__always)
+    private func charactersEnd(_ bytes: UnsafePointer<xmlChar>, _ count: Int) -> Int {
+        let input = context.unsafelyUnwrapped.pointee.input.unsafelyUnwrapped
+        return position() + (input.pointee.cur == bytes ? count : 0)
     }
 
     /// The root start tag: checks it and reports the header.
@@ -245,12 +263,23 @@ struct XMLStreamParserState {
         emit(.streamOpened(opened), end: end)
     }
 
+    /// The first bytes of the stream, until there are four: checked for other encodings.
+    var streamStart: [UInt8] = []
+
     // MARK: Helpers
 
     private mutating func flushText(into frameIndex: Int) {
         guard !pendingText.isEmpty else { return }
-        frames[frameIndex].children.append(.text(String(decoding: pendingText, as: UTF8.self)))
+        Self.append(.text(String(decoding: pendingText, as: UTF8.self)), to: &frames[frameIndex])
         pendingText.removeAll(keepingCapacity: true)
+    }
+
+    /// Stanza elements rarely have more than four children: one allocation instead of three.
+    /// (Appends directly: `XMLElement.append` would re-resolve namespaces, already resolved here.)
+    @inline(__always)
+    private static func append(_ node: XMLNode, to element: inout XMLElement) {
+        if element.children.capacity == 0 { element.children.reserveCapacity(4) }
+        element.children.append(node)
     }
 
     /// SAX2 passes five pointers per attribute: local name, prefix, URI, value start, value end.
@@ -259,17 +288,23 @@ struct XMLStreamParserState {
         _ count: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
     ) -> [XMLAttribute] {
         guard count > 0, let attributes else { return [] }
-        var result: [XMLAttribute] = []
-        result.reserveCapacity(count)
-        for index in 0..<count {
+        return (0..<count).map { index in
             let fields = attributes + index * 5
             let name = names.string(for: fields[0].unsafelyUnwrapped)
-            let namespace = fields[2].map { names.string(for: $0) }
+            let namespace: String? = if let uri = fields[2] { names.string(for: uri) } else { nil }
             let start = fields[3].unsafelyUnwrapped
             let value = Self.attributeValue(start, fields[4].unsafelyUnwrapped - start)
-            result.append(XMLAttribute(name, value, namespace: namespace))
+            return XMLAttribute(name, value, namespace: namespace)
         }
-        return result
+    }
+
+    /// A String from bytes libxml2 has already checked to be UTF-8.
+    @inline(__always)
+    private static func makeString(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: bytes.count) { buffer in
+            buffer.baseAddress.unsafelyUnwrapped.update(from: bytes.baseAddress.unsafelyUnwrapped, count: bytes.count)
+            return bytes.count
+        }
     }
 
     /// An attribute value as a String. Without entity substitution, libxml2 hands every `&`
@@ -278,7 +313,7 @@ struct XMLStreamParserState {
     @inline(__always)
     static func attributeValue(_ start: UnsafePointer<xmlChar>, _ count: Int) -> String {
         let bytes = UnsafeBufferPointer(start: start, count: count)
-        guard bytes.contains(UInt8(ascii: "&")) else { return String(decoding: bytes, as: UTF8.self) }
+        guard memchr(start, Int32(UInt8(ascii: "&")), count) != nil else { return makeString(bytes) }
         var decoded: [UInt8] = []
         decoded.reserveCapacity(count)
         var index = 0

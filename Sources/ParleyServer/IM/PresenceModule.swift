@@ -45,7 +45,8 @@ public final class PresenceModule: ServerModule {
     }
 
     /// Work on one user's presence and roster runs in arrival order.
-    func enqueue(for jid: JID, _ work: @escaping @Sendable () async -> Void) {
+    @discardableResult
+    func enqueue(for jid: JID, _ work: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
         queue.enqueue(jid.bare.description, work)
     }
 

@@ -6,7 +6,8 @@ import NIOConcurrencyHelpers
 final class UserQueue: Sendable {
     private let tails = NIOLockedValueBox([String: Task<Void, Never>]())
 
-    func enqueue(_ user: String, _ work: @escaping @Sendable () async -> Void) {
+    @discardableResult
+    func enqueue(_ user: String, _ work: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
         tails.withLockedValue { tails in
             let previous = tails[user]
             let task = Task {
@@ -21,6 +22,7 @@ final class UserQueue: Sendable {
                     if tails[user] == task { tails[user] = nil }
                 }
             }
+            return task
         }
     }
 }

@@ -15,8 +15,10 @@ public enum IQTarget: Sendable, Hashable {
     case account
 }
 
-/// Handles a presence stanza from a bound session, `from` already stamped.
-public typealias PresenceHandler = @Sendable (_ presence: XMLElement, _ sender: SessionHandle) -> Void
+/// Handles a presence stanza from a bound session, `from` already stamped. Work that
+/// continues asynchronously is returned, so the session can hold its next stanzas until it
+/// is done: one stream's stanzas take effect in the order they were sent.
+public typealias PresenceHandler = @Sendable (_ presence: XMLElement, _ sender: SessionHandle) -> Task<Void, Never>?
 
 /// Handles a message for `account` that no resource can take; `sender` is nil when the
 /// message was already accepted earlier (re-routed from a session that ended).

@@ -22,14 +22,17 @@ public final class StanzaRouter: Sendable {
         self.logger = logger
     }
 
-    /// Routes one stanza from a bound local session.
-    public func route(_ stanza: XMLElement, from sender: SessionHandle) {
+    /// Routes one stanza from a bound local session. Returns the work still running for it,
+    /// if any (presence handling reads and writes storage).
+    @discardableResult
+    public func route(_ stanza: XMLElement, from sender: SessionHandle) -> Task<Void, Never>? {
         let to: JID
         if let address = stanza.to {
             do {
                 to = try JID(address)
             } catch {
-                return bounce(stanza, to: sender, StanzaError(.jidMalformed, text: "The 'to' address is not a valid JID: \(error)."))
+                bounce(stanza, to: sender, StanzaError(.jidMalformed, text: "The 'to' address is not a valid JID: \(error)."))
+                return nil
             }
         } else {
             // RFC 6120 §10.3: no 'to' means the sender's own account (for presence, §4.2 of
@@ -37,21 +40,29 @@ public final class StanzaRouter: Sendable {
             to = sender.jid.bare
         }
         guard to.domainpart == domain.domainpart else {
-            return bounce(
+            bounce(
                 stanza, to: sender,
                 StanzaError(.remoteServerNotFound, text: "This server does not talk to other servers (\(to.domainpart))."))
+            return nil
         }
         if to.localpart != nil, to.bare != sender.jid.bare {
             switch policy.verdict(from: sender.jid, to: to, stanza: stanza) {
             case .deliver: break
-            case .drop: return
-            case .reject(let error): return bounce(stanza, to: sender, error)
+            case .drop: return nil
+            case .reject(let error):
+                bounce(stanza, to: sender, error)
+                return nil
             }
         }
         switch stanza.name {
-        case "iq": routeIQ(stanza, to: to, from: sender)
-        case "message": routeMessage(stanza, to: to, from: sender)
-        default: routePresence(stanza, to: to, from: sender, hadAddress: stanza.to != nil)
+        case "iq":
+            routeIQ(stanza, to: to, from: sender)
+            return nil
+        case "message":
+            routeMessage(stanza, to: to, from: sender)
+            return nil
+        default:
+            return routePresence(stanza, to: to, from: sender, hadAddress: stanza.to != nil)
         }
     }
 
@@ -164,7 +175,7 @@ public final class StanzaRouter: Sendable {
 
     // MARK: presence
 
-    private func routePresence(_ stanza: XMLElement, to: JID, from sender: SessionHandle, hadAddress: Bool) {
+    private func routePresence(_ stanza: XMLElement, to: JID, from sender: SessionHandle, hadAddress: Bool) -> Task<Void, Never>? {
         if let presence = modules.presenceHandler {
             return presence(stanza, sender)
         }
@@ -174,16 +185,17 @@ public final class StanzaRouter: Sendable {
             for session in sessions.sessions(of: sender.jid.bare) where session.isAvailable || session == sender {
                 session.deliver(stanza)
             }
-            return
+            return nil
         }
-        if to.isDomain { return }
+        if to.isDomain { return nil }
         if to.isFull {
             sessions.session(to)?.deliver(stanza)
-            return
+            return nil
         }
         for session in sessions.sessions(of: to) where session.isAvailable {
             session.deliver(stanza)
         }
+        return nil
     }
 
     // MARK: errors

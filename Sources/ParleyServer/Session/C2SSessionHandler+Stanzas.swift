@@ -15,7 +15,10 @@ extension C2SSessionHandler {
         // client wrote (or left out).
         stanza.from = handle.jid.description
         if consumedBySession(stanza, handle: handle) { return }
-        server.router.route(stanza, from: handle)
+        if let pending = server.router.route(stanza, from: handle) {
+            // Presence takes effect before anything the client sent after it is handled.
+            suspend({ await pending.value }) { _ in }
+        }
     }
 
     /// Stanzas the session answers itself: the legacy session iq and replies to the server's

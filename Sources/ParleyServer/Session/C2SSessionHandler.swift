@@ -155,10 +155,10 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
             fail(streamError)
         case let tlsError as TLSError:
             logger.info("TLS failed", metadata: ["error": "\(tlsError)"])
-            closeNow()
+            closeNow(reason: "TLS failed: \(tlsError)")
         default:
             logger.debug("connection error", metadata: ["error": "\(error)"])
-            closeNow()
+            closeNow(reason: "connection error: \(error)")
         }
     }
 
@@ -291,11 +291,10 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
         context.eventLoop.scheduleTask(in: .seconds(3)) { channel.close(promise: nil) }
     }
 
-    func closeNow() {
-        // Unbind first: `endSession` only acts on a bound phase, so marking the phase closed
-        // before it would leave a ghost in the registry (and a message routed to it would be
-        // redelivered to it again and again until the stack overflows).
-        endSession(reason: "connection failed")
+    /// Closes without a last word. A bound session leaves routing here: once the phase is
+    /// `closed`, `channelInactive` can no longer find its handle to unbind it.
+    func closeNow(reason: String = "connection closed") {
+        endSession(reason: reason)
         phase = .closed
         context?.close(promise: nil)
     }
