@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "ParleyServer", targets: ["ParleyServer"]),
         .executable(name: "parleyd", targets: ["parleyd"]),
         .library(name: "ParleyClient", targets: ["ParleyClient"]),
+        .executable(name: "parley", targets: ["parley"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -94,6 +95,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
+        .executableTarget(
+            name: "parley",
+            dependencies: [
+                "ParleyClient", "ParleyCore", "ParleyTLS",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .target(
             name: "ParleyTestSupport",
             dependencies: ["ParleyCore", "CLibXML2"],
@@ -124,6 +132,13 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]),
+        .testTarget(
+            name: "ParleyClientTests",
+            dependencies: [
+                "ParleyClient", "ParleyServer", "ParleyStorage", "ParleyCore", "ParleyTLS",
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
     ]
 )

@@ -18,6 +18,9 @@ public actor XMPPClient {
     public let configuration: ClientConfiguration
     /// The full JID of the current session, once connected.
     public private(set) var boundJID: JID?
+    /// The stream features the server offered after authentication (roster versioning and
+    /// the like), for the current session.
+    public private(set) var streamFeatures: XMLElement?
 
     private let eventSink: AsyncStream<ClientEvent>.Continuation
     private let group: any EventLoopGroup
@@ -31,7 +34,21 @@ public actor XMPPClient {
     private var reconnectTask: Task<Void, Never>?
     private var attempt = 0
     private var stanzaHandlers: [@Sendable (XMLElement) async -> Void] = []
+    private var establishedHandlers: [@Sendable (JID) async -> Void] = []
     private var nextID = 0
+    /// Which connection is current: callbacks of an older one (closed by `disconnect()` or
+    /// replaced by a reconnect) are ignored instead of ending the new one.
+    private var generation = 0
+    /// What the connection's event loop reports, in the order it happened. One task consumes
+    /// it, so stanzas reach the handlers in the order the server sent them (a `Task` per
+    /// stanza would let them overtake each other on the global executor).
+    private let inbound: AsyncStream<Inbound>.Continuation
+
+    private enum Inbound: Sendable {
+        case established(generation: Int, jid: JID, features: XMLElement?)
+        case stanza(generation: Int, XMLElement)
+        case closed(generation: Int, ConnectionEnd)
+    }
 
     private enum State {
         case idle, connecting, connected, waitingToReconnect, stopped
@@ -43,6 +60,33 @@ public actor XMPPClient {
         self.logger = logger
         (events, eventSink) = AsyncStream.makeStream(of: ClientEvent.self, bufferingPolicy: .unbounded)
         tls = configuration.security == .none ? nil : try TLSContext(client: TLSClientConfiguration(trust: configuration.trust, alpnProtocols: configuration.security == .directTLS ? ["xmpp-client"] : []))
+        let (stream, continuation) = AsyncStream.makeStream(of: Inbound.self, bufferingPolicy: .unbounded)
+        inbound = continuation
+        // Ends when `deinit` finishes the stream.
+        Task { [weak self] in
+            for await item in stream {
+                guard let self else { return }
+                await self.process(item)
+            }
+        }
+    }
+
+    deinit {
+        inbound.finish()
+    }
+
+    private func process(_ item: Inbound) async {
+        switch item {
+        case .established(let generation, let jid, let features):
+            guard generation == self.generation else { return }
+            established(jid, features: features)
+        case .stanza(let generation, let stanza):
+            guard generation == self.generation else { return }
+            await received(stanza)
+        case .closed(let generation, let end):
+            guard generation == self.generation else { return }
+            connectionEnded(end)
+        }
     }
 
     // MARK: Connecting
@@ -63,16 +107,21 @@ public actor XMPPClient {
         }
     }
 
-    public func disconnect() {
+    /// Ends the session politely and returns once the connection is closed (at most about a
+    /// second), so that a process may exit right after without cutting off what it sent.
+    public func disconnect() async {
         state = .stopped
         reconnectTask?.cancel()
         reconnectTask = nil
-        connection?.close()
+        let closing = connection
         connection = nil
         boundJID = nil
+        streamFeatures = nil
+        generation += 1
         failPendingRequests(ClientError.disconnected)
         resumeConnectWaiters(with: ClientError.disconnected)
         eventSink.yield(.disconnected(.requested))
+        await closing?.closeGracefully()
     }
 
     private func startConnecting() {
@@ -83,28 +132,33 @@ public actor XMPPClient {
 
     private func openConnection() async {
         let configuration = self.configuration
+        generation += 1
+        let current = generation
+        let inbound = self.inbound
         do {
-            let connection = try await ClientConnection.open(configuration: configuration, tls: tls, group: group) { [weak self] in
+            let connection = try await ClientConnection.open(configuration: configuration, tls: tls, group: group) {
                 ClientStreamHandler.Callbacks(
-                    onEstablished: { jid in Task { await self?.established(jid) } },
-                    onStanza: { stanza in Task { await self?.received(stanza) } },
-                    onClosed: { end in Task { await self?.connectionEnded(end) } })
+                    onEstablished: { jid, features in inbound.yield(.established(generation: current, jid: jid, features: features)) },
+                    onStanza: { stanza in inbound.yield(.stanza(generation: current, stanza)) },
+                    onClosed: { end in inbound.yield(.closed(generation: current, end)) })
             }
-            if state == .stopped {
+            if state == .stopped || generation != current {
                 connection.close()
                 return
             }
             self.connection = connection
         } catch {
+            guard generation == current else { return }
             connectionEnded(.connectionLost("cannot connect to \(configuration.serverHost):\(configuration.serverPort): \(describe(error))"))
         }
     }
 
-    private func established(_ jid: JID) {
+    private func established(_ jid: JID, features: XMLElement?) {
         guard state == .connecting else { return }
         state = .connected
         attempt = 0
         boundJID = jid
+        streamFeatures = features
         eventSink.yield(.connected(jid: jid))
         if configuration.sendsInitialPresence {
             connection?.send(XMLElement("presence", namespace: XMLNamespace.client))
@@ -114,12 +168,16 @@ public actor XMPPClient {
         outbox = []
         for stanza in queued { connection?.send(stanza) }
         resumeConnectWaiters(with: nil)
+        // Not awaited: a handler typically asks the server something (the roster), and the
+        // answer arrives through the inbound queue this call is running on.
+        for handler in establishedHandlers { Task { await handler(jid) } }
     }
 
     private func connectionEnded(_ end: ConnectionEnd) {
         guard state == .connecting || state == .connected else { return }
         connection = nil
         boundJID = nil
+        streamFeatures = nil
         failPendingRequests(ClientError.disconnected)
         switch end {
         case .streamError(let error):
@@ -140,6 +198,10 @@ public actor XMPPClient {
             resumeConnectWaiters(with: ClientError.certificateUntrusted(reason))
         case .connectionLost(let reason):
             scheduleReconnect(after: .connectionLost(reason))
+        case .registered, .registrationRefused:
+            // Only registration connections end this way (see `registerAccount`).
+            state = .stopped
+            resumeConnectWaiters(with: ClientError.disconnected)
         }
     }
 
@@ -163,7 +225,11 @@ public actor XMPPClient {
         eventSink.yield(.disconnected(reason))
         guard configuration.reconnect.enabled else {
             state = .stopped
-            resumeConnectWaiters(with: ClientError.connectionFailed(reason.description))
+            if case .connectionLost(let detail) = reason {
+                resumeConnectWaiters(with: ClientError.connectionFailed(detail))
+            } else {
+                resumeConnectWaiters(with: ClientError.connectionFailed(reason.description))
+            }
             return
         }
         attempt += 1
@@ -203,6 +269,14 @@ public actor XMPPClient {
         }
     }
 
+    /// Asks the server for a pong (XEP-0199). The server answers in order, so once this
+    /// returns, everything sent before it has been processed.
+    public func ping(timeout: Duration = .seconds(30)) async throws {
+        var ping = XMLElement("iq", namespace: XMLNamespace.client, ["type": "get", "to": configuration.jid.domainpart])
+        ping.append(XMLElement("ping", namespace: "urn:xmpp:ping"))
+        _ = try await request(ping, timeout: timeout)
+    }
+
     /// Sends an iq get or set and returns the result; a type='error' answer throws its
     /// `StanzaError`.
     public func request(_ iq: XMLElement, timeout: Duration = .seconds(30)) async throws -> XMLElement {
@@ -240,7 +314,14 @@ public actor XMPPClient {
 
     // MARK: Receiving
 
-    /// Registers code that sees every stanza received (the IM layer builds on this).
+    /// Registers code that runs after each successful (re)connection, once the outbox is sent.
+    public func addEstablishedHandler(_ handler: @escaping @Sendable (JID) async -> Void) {
+        establishedHandlers.append(handler)
+    }
+
+    /// Registers code that sees every stanza received (the IM layer builds on this). Stanzas
+    /// are handed over one at a time in arrival order; a handler must not wait for an answer
+    /// from the server (hand the work to a task instead), or it would wait for itself.
     public func addStanzaHandler(_ handler: @escaping @Sendable (XMLElement) async -> Void) {
         stanzaHandlers.append(handler)
     }
@@ -269,10 +350,26 @@ public actor XMPPClient {
         for handler in stanzaHandlers { await handler(stanza) }
     }
 
-    private nonisolated func describe(_ error: any Error) -> String {
-        if let error = error as? IOError { return error.description }
-        return "\(error)"
+    /// One line a person can act on, instead of NIO's nested error dumps.
+    nonisolated static func describe(_ error: any Error) -> String {
+        switch error {
+        case let error as IOError:
+            // "connection refused", not NIO's "connection reset (error set): … (errno: 111)".
+            return String(cString: strerror(error.errnoCode)).lowercased()
+        case let error as NIOConnectionError:
+            if error.connectionErrors.isEmpty, error.dnsAError != nil || error.dnsAAAAError != nil {
+                return "unknown host \(error.host)"
+            }
+            if let first = error.connectionErrors.first { return describe(first.error) }
+            return "unknown host \(error.host)"
+        case ChannelError.connectTimeout:
+            return "timed out"
+        default:
+            return "\(error)"
+        }
     }
+
+    private nonisolated func describe(_ error: any Error) -> String { Self.describe(error) }
 }
 
 public enum ClientError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -282,6 +379,9 @@ public enum ClientError: Error, Sendable, Equatable, CustomStringConvertible {
     case authenticationFailed(String)
     case certificateUntrusted(String)
     case connectionFailed(String)
+    /// The server answered a request with an error (registration refused, password change
+    /// not allowed, …).
+    case registrationRefused(StanzaError)
 
     public var description: String {
         switch self {
@@ -291,6 +391,7 @@ public enum ClientError: Error, Sendable, Equatable, CustomStringConvertible {
         case .authenticationFailed(let reason): "authentication failed: \(reason)"
         case .certificateUntrusted(let reason): "untrusted certificate: \(reason)"
         case .connectionFailed(let reason): reason
+        case .registrationRefused(let error): "the server refused: \(error)"
         }
     }
 }

@@ -14,7 +14,7 @@ final class ClientConnection: Sendable {
 
     /// Connects and starts negotiating; the callbacks run on the connection's event loop.
     static func open(
-        configuration: ClientConfiguration, tls: TLSContext?, group: any EventLoopGroup,
+        configuration: ClientConfiguration, tls: TLSContext?, group: any EventLoopGroup, registersAccount: Bool = false,
         callbacks: @escaping @Sendable () -> ClientStreamHandler.Callbacks
     ) async throws -> ClientConnection {
         let keepalive = StreamKeepaliveHandler.Configuration(
@@ -33,7 +33,7 @@ final class ClientConnection: Sendable {
                     try pipeline.addHandler(StreamKeepaliveHandler(configuration: keepalive))
                     try pipeline.addHandler(XMLStreamDecoder())
                     try pipeline.addHandler(XMLStreamEncoder())
-                    try pipeline.addHandler(ClientStreamHandler(configuration: configuration, tls: tls, callbacks: callbacks()))
+                    try pipeline.addHandler(ClientStreamHandler(configuration: configuration, tls: tls, registersAccount: registersAccount, callbacks: callbacks()))
                 }
             }
             .connect(host: configuration.serverHost, port: configuration.serverPort).get()
@@ -42,6 +42,15 @@ final class ClientConnection: Sendable {
 
     func send(_ stanza: XMLElement) {
         channel.writeAndFlush(XMLStreamOutput.element(stanza), promise: nil)
+    }
+
+    /// `close()`, then waits until the connection is closed, or `timeout` has passed.
+    func closeGracefully(timeout: Duration = .seconds(1)) async {
+        close()
+        let channel = self.channel
+        let timer = channel.eventLoop.scheduleTask(in: TimeAmount(timeout)) { channel.close(promise: nil) }
+        try? await channel.closeFuture.get()
+        timer.cancel()
     }
 
     /// Ends the stream politely: `</stream:stream>`, then the TCP (and TLS) close.

@@ -11,38 +11,46 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
     typealias OutboundOut = XMLStreamOutput
 
     struct Callbacks {
-        var onEstablished: (JID) -> Void
+        /// The bound JID and the features offered after authentication.
+        var onEstablished: (JID, XMLElement?) -> Void
         var onStanza: (XMLElement) -> Void
         var onClosed: (ConnectionEnd) -> Void
     }
 
-    private enum Phase {
+    enum Phase {
         case awaitingFeatures
         case startingTLS
         case authenticating(Authentication)
         case binding(id: String)
         case establishingSession(id: String, jid: JID)
+        /// XEP-0077 before authentication: the form was asked for (`submitted` false), or the
+        /// filled-in form was sent.
+        case registering(id: String, submitted: Bool)
         case established
         case closed
     }
 
-    private enum Authentication {
+    enum Authentication {
         case scram(SCRAMClient)
         case plain
     }
 
-    private let configuration: ClientConfiguration
+    let configuration: ClientConfiguration
     private let tls: TLSContext?
     private let callbacks: Callbacks
-    private var phase = Phase.awaitingFeatures
+    /// Creates the account (XEP-0077) once the stream is secure, instead of signing in.
+    private let registersAccount: Bool
+    var phase = Phase.awaitingFeatures
     private var isSecure: Bool
     private var isAuthenticated = false
     private var context: ChannelHandlerContext?
     private var pingCounter = 0
+    private var sessionFeatures: XMLElement?
 
-    init(configuration: ClientConfiguration, tls: TLSContext?, callbacks: Callbacks) {
+    init(configuration: ClientConfiguration, tls: TLSContext?, registersAccount: Bool = false, callbacks: Callbacks) {
         self.configuration = configuration
         self.tls = tls
+        self.registersAccount = registersAccount
         self.callbacks = callbacks
         self.isSecure = configuration.security == .directTLS
     }
@@ -145,6 +153,9 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
         case .establishingSession(let id, let jid):
             guard element.name == "iq", element.id == id else { return }
             established(jid)
+        case .registering(let id, let submitted):
+            guard element.name == "iq", element.id == id else { return }
+            registrationStep(element, submitted: submitted)
         case .established:
             callbacks.onStanza(element)
         case .closed:
@@ -154,6 +165,7 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
 
     private func features(_ features: XMLElement) {
         if isAuthenticated {
+            sessionFeatures = features
             let id = "bind-1"
             var bind = XMLElement("bind", namespace: XMLNamespace.bind)
             if let resource = configuration.resource { bind.append(XMLElement("resource", text: resource)) }
@@ -171,6 +183,9 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
             send(XMLElement("starttls", namespace: XMLNamespace.tls))
             phase = .startingTLS
             return
+        }
+        if registersAccount {
+            return askForRegistrationForm()
         }
         let offered = SASLMechanism.offered(in: features)
         guard let mechanism = SASLMechanism.preferred(among: offered, allowPlain: isSecure) else {
@@ -275,7 +290,7 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
 
     private func established(_ jid: JID) {
         phase = .established
-        callbacks.onEstablished(jid)
+        callbacks.onEstablished(jid, sessionFeatures)
     }
 
     private func unexpected(_ element: XMLElement) {
@@ -301,13 +316,21 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
     }
 
     /// Reports how the connection ended, once.
-    private func finish(_ end: ConnectionEnd) {
+    func finish(_ end: ConnectionEnd) {
         if case .closed = phase { return }
         phase = .closed
         callbacks.onClosed(end)
         context?.flush()
         if case .streamError = end { context?.close(promise: nil) }
         if case .authenticationFailed = end { context?.close(promise: nil) }
+    }
+
+    /// Registration is over either way: close the stream politely, then the connection.
+    func finishRegistration(_ end: ConnectionEnd) {
+        finish(end)
+        write(.close)
+        context?.flush()
+        context?.close(promise: nil)
     }
 }
 
@@ -317,4 +340,8 @@ enum ConnectionEnd: Sendable, Equatable {
     case streamError(StreamError)
     case authenticationFailed(String)
     case certificateUntrusted(String)
+    /// In-band registration created the account.
+    case registered
+    /// In-band registration was refused (taken, not allowed, password too short, …).
+    case registrationRefused(StanzaError)
 }

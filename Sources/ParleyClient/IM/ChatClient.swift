@@ -1,0 +1,194 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import ParleyCore
+
+/// The instant-messaging client an application uses: contacts and friend requests (RFC 6121),
+/// one-to-one chat with delivery receipts (XEP-0184), and a local cache of the roster and
+/// conversations, on top of an `XMPPClient` that keeps the connection up.
+///
+/// Everything the server tells arrives on `events`, in order: connection changes from the
+/// underlying client interleaved with the IM events this layer adds. After every (re)connect
+/// it fetches the roster (only the changes, when the server and the cache allow it, XEP-0237)
+/// and re-announces the status the user chose.
+public actor ChatClient {
+    /// The connection underneath, for anything this layer does not cover.
+    public nonisolated let xmpp: XMPPClient
+    /// nil when the client was made without a cache path.
+    public nonisolated let cache: ChatCache?
+    public nonisolated var events: AsyncStream<ClientEvent> { xmpp.events }
+
+    let ownBareJID: JID
+    let logger: Logger
+    /// The roster as last received, by bare JID.
+    var roster: [JID: Contact] = [:]
+    var rosterVersion: String?
+    /// Contacts we asked to see the presence of and who have not answered: their
+    /// `unsubscribed` means "declined", not "removed". Roster pushes can clear `ask` before
+    /// the answering presence arrives, so this is remembered separately.
+    var outgoingRequests: Set<JID> = []
+    /// Contacts whose removal was already reported (a removal arrives as both `unsubscribe`
+    /// and `unsubscribed`).
+    var removalReported: Set<JID> = []
+    var status = Status()
+    private var installed = false
+    private let inbox: AsyncStream<InboxItem>.Continuation
+
+    private enum InboxItem: Sendable {
+        case stanza(XMLElement)
+        /// Resumed once every stanza queued before it has been handled (see `settle()`).
+        case barrier(CheckedContinuation<Void, Never>)
+    }
+
+    struct Status: Equatable {
+        var show = PresenceUpdate.Show.available
+        var text: String?
+    }
+
+    /// - Parameter cachePath: the SQLite file for this account's cache; nil keeps nothing on
+    ///   disk (the roster is then fetched in full at every login).
+    public init(
+        configuration: ClientConfiguration, cachePath: String? = nil,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, logger: Logger = Logger(label: "parley.chat")
+    ) throws {
+        xmpp = try XMPPClient(configuration: configuration, group: group, logger: logger)
+        cache = try cachePath.map(ChatCache.init(path:))
+        ownBareJID = configuration.jid.bare
+        self.logger = logger
+        // Stanzas are handled one at a time, in arrival order, by one task: the XMPP client's
+        // handler only enqueues, so it never waits on this actor.
+        let (stream, continuation) = AsyncStream.makeStream(of: InboxItem.self, bufferingPolicy: .unbounded)
+        inbox = continuation
+        Task { [weak self] in
+            for await item in stream {
+                switch item {
+                case .stanza(let stanza):
+                    guard let self else { return }
+                    await self.handle(stanza)
+                case .barrier(let continuation):
+                    continuation.resume()
+                }
+            }
+        }
+    }
+
+    deinit {
+        inbox.finish()
+    }
+
+    // MARK: Connection
+
+    /// Loads the cache, connects and returns once signed in (see `XMPPClient.connect()`).
+    public func connect() async throws {
+        if !installed {
+            installed = true
+            if let cache {
+                let cached = try await cache.roster()
+                for contact in cached.contacts { roster[contact.jid] = contact }
+                rosterVersion = cached.version
+                for contact in cached.contacts where contact.awaitingApproval { outgoingRequests.insert(contact.jid) }
+            }
+            let inbox = self.inbox
+            await xmpp.addStanzaHandler { stanza in inbox.yield(.stanza(stanza)) }
+            await xmpp.addEstablishedHandler { [weak self] jid in await self?.sessionStarted(jid) }
+        }
+        try await xmpp.connect()
+    }
+
+    public func disconnect() async {
+        await xmpp.disconnect()
+    }
+
+    /// Returns once the server has processed everything sent so far (a ping comes back after
+    /// it) and everything the server sent before that answer has been handled here: the
+    /// cache written and the events emitted. What a short-lived program waits for before
+    /// signing out.
+    public func settle() async throws {
+        try await xmpp.ping()
+        let inbox = self.inbox
+        await withCheckedContinuation { inbox.yield(.barrier($0)) }
+    }
+
+    /// Runs after every successful (re)connect.
+    private func sessionStarted(_ jid: JID) async {
+        do {
+            try await refreshRoster()
+        } catch ClientError.disconnected {
+            return  // gone again already; the next session fetches it
+        } catch {
+            logger.warning("roster fetch failed", metadata: ["error": "\(error)"])
+        }
+        // The XMPP client announced plain availability; say what the user chose instead.
+        if status != Status() { await xmpp.send(presenceStanza(for: status)) }
+    }
+
+    /// Sets the user's availability and status text, now and after every reconnect.
+    public func setStatus(_ show: PresenceUpdate.Show, text: String? = nil) async {
+        status = Status(show: show, text: text)
+        // While disconnected, `sessionStarted` sends it; queueing it too would send it twice.
+        if await xmpp.boundJID != nil { await xmpp.send(presenceStanza(for: status)) }
+    }
+
+    private func presenceStanza(for status: Status) -> XMLElement {
+        var presence = XMLElement("presence", namespace: XMLNamespace.client)
+        switch status.show {
+        case .available: break
+        case .unavailable: presence.setAttribute("type", "unavailable")
+        case .away, .chat, .dnd, .xa: presence.append(XMLElement("show", text: status.show.rawValue))
+        }
+        if let text = status.text, !text.isEmpty { presence.append(XMLElement("status", text: text)) }
+        return presence
+    }
+
+    // MARK: Dispatch
+
+    private func handle(_ stanza: XMLElement) async {
+        switch stanza.name {
+        case "message": await handleMessage(stanza)
+        case "presence": await handlePresence(stanza)
+        case "iq": await handleIQ(stanza)
+        default: break
+        }
+    }
+
+    private func handleIQ(_ iq: XMLElement) async {
+        // Results and errors are answers to our own requests, which the XMPP client matched.
+        guard iq.type == "get" || iq.type == "set" else { return }
+        if iq.type == "set", let query = iq.firstChild("query", namespace: IMNamespace.roster) {
+            return await rosterPush(iq, query)
+        }
+        if iq.type == "get", iq.firstChild("query", namespace: IMNamespace.discoInfo) != nil {
+            return await xmpp.send(iq.iqResult(Self.discoInfo))
+        }
+        // RFC 6120 §8.2.3: every get and set gets an answer, even "I don't do that".
+        if let reply = iq.errorReply(StanzaError(.serviceUnavailable)) { await xmpp.send(reply) }
+    }
+
+    /// XEP-0030: what this client supports, so senders know it returns receipts.
+    private static let discoInfo: XMLElement = {
+        var query = XMLElement("query", namespace: IMNamespace.discoInfo)
+        query.append(XMLElement("identity", ["category": "client", "type": "pc", "name": "Parley"]))
+        for feature in [IMNamespace.discoInfo, IMNamespace.receipts, IMNamespace.ping, IMNamespace.stanzaID] {
+            query.append(XMLElement("feature", ["var": feature]))
+        }
+        return query
+    }()
+
+    func emit(_ event: ClientEvent) async {
+        await xmpp.emit(event)
+    }
+
+    /// Sends a stanza (queued while disconnected).
+    func send(_ stanza: XMLElement) async {
+        await xmpp.send(stanza)
+    }
+
+    /// Changes the account's password (XEP-0077 §3.3); the current session stays signed in.
+    public func changePassword(to newPassword: String) async throws {
+        var query = XMLElement("query", namespace: IMNamespace.register)
+        query.append(XMLElement("username", text: ownBareJID.localpart ?? ""))
+        query.append(XMLElement("password", text: newPassword))
+        _ = try await xmpp.request(XMLElement("iq", namespace: XMLNamespace.client, ["type": "set", "to": ownBareJID.domainpart], [query]))
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import ParleyClient
+import ParleyCore
+
+/// The REPL's commands. Errors are printed and the session goes on.
+struct ChatSession {
+    let client: ChatClient
+    var current: JID?
+
+    /// Handles one line; false means quit.
+    mutating func handle(_ line: String) async throws -> Bool {
+        let trimmed = line.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty else { return true }
+        guard trimmed.hasPrefix("/") else {
+            guard let current else {
+                print(Terminal.paint("choose who to talk to first: /to JID", .yellow))
+                return true
+            }
+            await client.sendMessage(to: current, body: line)
+            return true
+        }
+        let parts = trimmed.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true).map(String.init)
+        let command = parts[0]
+        let argument = parts.count > 1 ? parts[1] : nil
+        let rest = parts.count > 2 ? parts[2] : nil
+        do {
+            switch command {
+            case "/quit", "/exit":
+                return false
+            case "/help":
+                print(Chat.help)
+            case "/add":
+                let jid = try jidArgument(argument, usage: "/add JID [message]")
+                try await client.addContact(jid, message: rest)
+                print(Terminal.paint("asked \(jid) to be friends", .gray))
+            case "/accept":
+                let jid = try jidArgument(argument, usage: "/accept JID")
+                await client.accept(jid)
+                print(Terminal.paint("accepted \(jid)", .gray))
+            case "/decline":
+                let jid = try jidArgument(argument, usage: "/decline JID")
+                await client.decline(jid)
+                print(Terminal.paint("declined \(jid)", .gray))
+            case "/remove":
+                let jid = try jidArgument(argument, usage: "/remove JID")
+                try await client.removeContact(jid)
+                print(Terminal.paint("removed \(jid)", .gray))
+            case "/roster":
+                let contacts = await client.contacts()
+                if contacts.isEmpty { print(Terminal.paint("no contacts yet: /add JID", .gray)) }
+                for contact in contacts { print(RosterFormat.line(for: contact)) }
+            case "/chats":
+                for conversation in try await client.conversations() {
+                    let unread = conversation.unreadCount > 0 ? Terminal.paint(" (\(conversation.unreadCount) unread)", .yellow) : ""
+                    let last = conversation.lastMessage.map { ": \($0.body)" } ?? ""
+                    print("\(conversation.peer)\(unread)\(last)")
+                }
+            case "/to":
+                let jid = try jidArgument(argument, usage: "/to JID")
+                current = jid
+                try await client.markRead(jid)
+                print(Terminal.paint("talking to \(jid)", .gray))
+            case "/history":
+                let jid = try jidArgument(argument ?? current?.description, usage: "/history JID")
+                for message in try await client.history(with: jid, limit: 30) { print(MessageFormat.historyLine(message)) }
+                try await client.markRead(jid)
+            case "/status":
+                let text = [rest].compactMap { $0 }.joined()
+                if let argument, let show = PresenceUpdate.Show(rawValue: argument), show != .unavailable {
+                    await client.setStatus(show, text: text.isEmpty ? nil : text)
+                } else {
+                    // No known keyword: all of it is the text, and we stay available.
+                    let all = [argument, rest].compactMap { $0 }.joined(separator: " ")
+                    await client.setStatus(.available, text: all.isEmpty ? nil : all)
+                }
+                print(Terminal.paint("status set", .gray))
+            default:
+                print(Terminal.paint("unknown command \(command); /help lists them", .yellow))
+            }
+        } catch let error as CLIError {
+            print(Terminal.paint(error.message, .red))
+        } catch {
+            print(Terminal.paint("\(error)", .red))
+        }
+        return true
+    }
+
+    private func jidArgument(_ text: String?, usage: String) throws -> JID {
+        guard let text else { throw CLIError("usage: \(usage)", .usage) }
+        return try parseJID(text)
+    }
+}

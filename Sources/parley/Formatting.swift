@@ -1,0 +1,80 @@
+import Foundation
+import ParleyClient
+import ParleyCore
+
+/// How contacts, messages and events look on the terminal (colour only on a TTY).
+enum RosterFormat {
+    static func line(for contact: Contact) -> String {
+        let state: String
+        switch contact.subscription {
+        case .both: state = "friends"
+        case .to: state = "you see them"
+        case .from: state = "they see you"
+        case .none: state = "not subscribed"
+        }
+        let pending = contact.awaitingApproval ? ", request pending" : ""
+        let name = contact.name.map { " (\($0))" } ?? ""
+        return "\(contact.jid)\(name)  \(state)\(pending)"
+    }
+}
+
+enum MessageFormat {
+    static func time(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.dateFormat = Calendar.current.isDateInToday(date) ? "HH:mm" : "yyyy-MM-dd HH:mm"
+        return formatter.string(from: date)
+    }
+
+    static func historyLine(_ message: StoredMessage) -> String {
+        let who = message.direction == .outgoing ? Terminal.paint("me", .blue) : Terminal.paint(message.peer.description, .green)
+        let tick = message.direction == .outgoing && message.delivered ? Terminal.paint(" ✓", .gray) : ""
+        return "[\(time(message.timestamp))] \(who): \(message.body)\(tick)"
+    }
+
+    /// One line for an event, or nil for those the chat does not show.
+    static func line(for event: ClientEvent) -> String? {
+        switch event {
+        case .connecting:
+            return Terminal.paint("connecting…", .gray)
+        case .connected(let jid):
+            return Terminal.paint("connected as \(jid)", .green)
+        case .disconnected(.requested):
+            return nil
+        case .disconnected(let reason):
+            return Terminal.paint("\(reason)", .yellow)
+        case .reconnecting(let attempt, let delay):
+            return Terminal.paint("reconnecting in \(seconds(delay)) (attempt \(attempt))…", .yellow)
+        case .kicked(let reason):
+            return Terminal.paint("signed out: \(reason)", .red, bold: true)
+        case .message(let message):
+            let late = message.delayedUntil.map { " (sent \(time($0)))" } ?? ""
+            return "[\(time(Date()))] \(Terminal.paint(message.from.bare.description, .green, bold: true)): \(message.body)\(Terminal.paint(late, .gray))"
+        case .delivered:
+            return nil
+        case .presence(let update):
+            let status = update.status.map { " — \($0)" } ?? ""
+            return Terminal.paint("\(update.from.bare) is \(update.show.rawValue)\(status)", .gray)
+        case .contactRequest(let from, let message):
+            let note = message.map { ": \"\($0)\"" } ?? ""
+            return Terminal.paint("\(from) wants to be friends\(note) — /accept \(from) or /decline \(from)", .magenta, bold: true)
+        case .contactAccepted(let jid):
+            return Terminal.paint("\(jid) accepted your request", .magenta)
+        case .contactDeclined(let jid):
+            return Terminal.paint("\(jid) declined your request", .magenta)
+        case .contactRemoved(let jid):
+            return Terminal.paint("\(jid) removed you", .magenta)
+        case .rosterChanged:
+            return nil
+        case .stanzaError(_, let from, let error):
+            let target = from.map { " (\($0))" } ?? ""
+            return Terminal.paint("error\(target): \(error.text ?? error.condition.rawValue)", .red)
+        }
+    }
+
+    /// "4 s", or "0.5 s" for short delays.
+    static func seconds(_ duration: Duration) -> String {
+        let (whole, fraction) = duration.components
+        let value = Double(whole) + Double(fraction) / 1e18
+        return value >= 1 ? "\(Int(value.rounded())) s" : String(format: "%.1f s", value)
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import Logging
+import ParleyClient
+import ParleyCore
+import ParleyServer
+import ParleyStorage
+import ParleyTLS
+import Synchronization
+
+/// A real parleyd on 127.0.0.1 with its own data directory, for scenario tests.
+struct TestServer {
+    var running: RunningServer
+    let directory: String
+
+    static let password = "correct horse battery"
+
+    static func start(singleDevice: Bool = false, directory: String? = nil, port: Int = 0) async throws -> TestServer {
+        let directory = directory ?? NSTemporaryDirectory() + "parley-client-tests-" + UUID().uuidString
+        var configuration = ServerConfiguration()
+        configuration.dataDirectory = directory
+        configuration.c2s.port = port
+        configuration.c2s.directTLSPort = 0
+        configuration.registration.enabled = true
+        configuration.sessions.singleDevice = singleDevice
+        configuration.shutdown.gracePeriod = .seconds(2)
+        let running = try await RunningServer.start(configuration: configuration, logger: quietLogger("parleyd"))
+        return TestServer(running: running, directory: directory)
+    }
+
+    /// Stops this server and starts a new one on the same port and data directory, as a
+    /// restart of the process would.
+    mutating func restart() async throws {
+        let port = running.c2sPort
+        await running.shutdown()
+        running = try await Self.start(singleDevice: running.configuration.sessions.singleDevice, directory: directory, port: port).running
+    }
+
+    func createAccount(_ username: String, password: String = TestServer.password) async throws {
+        try await running.storage.createAccount(username: username, keys: AccountKeys.derive(password: password, iterations: 4096))
+    }
+
+    func configuration(for username: String, password: String = TestServer.password, resource: String? = nil) throws -> ClientConfiguration {
+        var configuration = ClientConfiguration(jid: try JID("\(username)@localhost"), password: password)
+        configuration.host = "127.0.0.1"
+        configuration.port = running.c2sPort
+        configuration.trust = .pinned(.sha256Fingerprint(running.certificateFingerprint!))
+        configuration.resource = resource
+        configuration.reconnect.initialDelay = .milliseconds(200)
+        configuration.reconnect.maximumDelay = .seconds(1)
+        return configuration
+    }
+
+    /// A client for `username` with a fresh cache, and a recorder of its events.
+    func client(_ username: String, resource: String? = nil, cachePath: String? = nil) throws -> (ChatClient, EventRecorder) {
+        let client = try ChatClient(
+            configuration: configuration(for: username, resource: resource),
+            cachePath: cachePath ?? directory + "/clients/\(username)-\(UUID().uuidString).sqlite", logger: quietLogger("client.\(username)"))
+        return (client, EventRecorder(client.events))
+    }
+
+    func stop() async {
+        await running.shutdown()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+func quietLogger(_ label: String) -> Logger {
+    var logger = Logger(label: label)
+    logger.logLevel = .warning
+    return logger
+}
+
+struct TimedOut: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// Keeps every event a client reports, so a test can wait for the next one it cares about.
+final class EventRecorder: Sendable {
+    private let state = Mutex(State())
+
+    private struct State {
+        var events: [ClientEvent] = []
+        var cursor = 0
+    }
+
+    init(_ events: AsyncStream<ClientEvent>) {
+        Task { [self] in
+            for await event in events { state.withLock { $0.events.append(event) } }
+        }
+    }
+
+    var all: [ClientEvent] { state.withLock { $0.events } }
+
+    /// The first event after the previous match that `matches`, waiting up to `timeout`.
+    @discardableResult
+    func next(
+        within timeout: Duration = .seconds(10), _ what: String = "event",
+        where matches: @Sendable (ClientEvent) -> Bool
+    ) async throws -> ClientEvent {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let found: ClientEvent? = state.withLock { state in
+                guard let index = state.events[state.cursor...].firstIndex(where: matches) else { return nil }
+                state.cursor = index + 1
+                return state.events[index]
+            }
+            if let found { return found }
+            guard ContinuousClock.now < deadline else {
+                throw TimedOut(description: "no \(what) within \(timeout); saw \(all)")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}
+
+/// Polls `condition` until it holds or `timeout` passes.
+func eventually(
+    within timeout: Duration = .seconds(10), _ what: String, _ condition: @Sendable () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while try await !condition() {
+        guard ContinuousClock.now < deadline else { throw TimedOut(description: "\(what) did not happen within \(timeout)") }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+}
+
+/// Runs `body` with a fresh server, and stops it afterwards whatever happened.
+func withServer(singleDevice: Bool = false, _ body: (inout TestServer) async throws -> Void) async throws {
+    var server = try await TestServer.start(singleDevice: singleDevice)
+    do {
+        try await body(&server)
+    } catch {
+        await server.stop()
+        throw error
+    }
+    await server.stop()
+}
