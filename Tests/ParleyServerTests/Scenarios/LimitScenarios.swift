@@ -7,9 +7,9 @@ import Testing
     @Test func aStanzaOverMaxStanzaBytesIsAPolicyViolation() async throws {
         try await TestServer.with({ $0.limits.maxStanzaBytes = 10_000 }) { server in
             let alice = try await server.login("alice")
-            // Just under the limit is routed as usual (to an account with nobody available).
+            // Just under the limit is routed as usual (to an account that does not exist).
             let fits = String(repeating: "a", count: 9_000)
-            try await alice.send("<message to='alice@localhost' id='fits'><body>\(fits)</body></message>")
+            try await alice.send("<message to='nobody@localhost' id='fits'><body>\(fits)</body></message>")
             let bounced = try await alice.expect("message")
             #expect(bounced.id == "fits" && bounced.stanzaErrorCondition == .serviceUnavailable)
             let body = String(repeating: "x", count: 12_000)

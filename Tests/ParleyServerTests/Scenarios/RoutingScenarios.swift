@@ -82,18 +82,31 @@ import Testing
         }
     }
 
-    @Test func aMessageToAnOfflineUserIsServiceUnavailable() async throws {
+    @Test func aMessageForAnAccountWithNobodyAvailableIsStoredAndOneForNoAccountBounces() async throws {
         try await TestServer.with { server in
             let alice = try await server.login("alice", resource: "work")
-            // Bob is bound but not available (no presence sent): not a delivery target.
+            // Bob is bound but not available (no presence sent): not a delivery target, so
+            // the message waits in offline storage (RFC 6121 §8.5.2.2.1, XEP-0160).
             let bob = try await server.login("bob", resource: "quiet")
-            for (to, id) in [("bob@localhost", "m3"), ("nobody@localhost", "m4")] {
-                try await alice.send("<message to='\(to)' type='chat' id='\(id)'><body>hello?</body></message>")
-                let error = try await alice.expect("message")
-                #expect(error.id == id && error.type == "error")
-                #expect(error.stanzaErrorCondition == .serviceUnavailable)
-            }
+            try await alice.send("<message to='bob@localhost' type='chat' id='m3'><body>hello?</body></message>")
             try await bob.expectSilence(for: .milliseconds(100))
+            // An account that does not exist: service-unavailable, nothing stored.
+            try await alice.send("<message to='nobody@localhost' type='chat' id='m4'><body>hello?</body></message>")
+            let error = try await alice.expect("message")
+            #expect(error.id == "m4" && error.type == "error")
+            #expect(error.stanzaErrorCondition == .serviceUnavailable)
+            // Once available, bob gets the stored message, stamped with its delay.
+            try await bob.send("<presence/>")
+            var stored: XMLElement? = nil
+            for _ in 0..<3 {
+                let next = try await bob.nextElement(timeout: .seconds(5))
+                if next.name == "message" {
+                    stored = next
+                    break
+                }
+            }
+            #expect(stored?.id == "m3" && stored?.firstChild("body")?.text == "hello?")
+            #expect(stored?.firstChild("delay", namespace: "urn:xmpp:delay")?[attribute: "from"] == "localhost")
         }
     }
 
@@ -122,7 +135,7 @@ import Testing
             try await alice.send("<iq type='get' id='v1' to='bob@localhost/home'><query xmlns='jabber:iq:version'/></iq>")
             let request = try await bob.expect("iq")
             #expect(request.from == "alice@localhost/work" && request.id == "v1")
-            try await bob.send("<iq type='result' id='v1' to='alice@localhost/work'><query xmlns='jabber:iq:version'><name>bob-client</name></query></iq>")
+            try await bob.send("<iq type='result' id='v1' to='alice@localhost/work'><query xmlns='jabber:iq:version'><name>bob-client</name><version>1.0</version></query></iq>")
             let result = try await alice.expect("iq")
             #expect(result.type == "result" && result.from == "bob@localhost/home" && result.id == "v1")
         }
