@@ -45,6 +45,13 @@ public final class SQLiteStorage: Sendable {
         self.path = path
         self.options = options
         try Self.createFileIfNeeded(at: path)
+        // Two processes opening a new file at once (the server and `parleyd adduser`) would
+        // race to switch it to WAL and to create the tables: one opens and migrates at a time.
+        let initializationLock = try Self.lockDirectory(of: path)
+        defer {
+            flock(initializationLock, LOCK_UN)
+            close(initializationLock)
+        }
 
         var configuration = Configuration()
         configuration.busyMode = .timeout(options.busyTimeout)
@@ -69,6 +76,23 @@ public final class SQLiteStorage: Sendable {
         }
         try migrator.migrate(pool)
         offlineWriter = OfflineGroupCommit(pool: pool, batchLimit: options.offlineBatchLimit)
+    }
+
+    /// An exclusive `flock` on the database's directory. Not on the database file itself:
+    /// closing any descriptor of that file would drop the POSIX locks SQLite holds on it.
+    private static func lockDirectory(of path: String) throws -> Int32 {
+        let directory = (path as NSString).deletingLastPathComponent
+        let descriptor = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw StorageError.unusableDatabase("cannot open the directory of \(path): \(String(cString: strerror(errno)))")
+        }
+        while flock(descriptor, LOCK_EX) != 0 {
+            guard errno == EINTR else {
+                close(descriptor)
+                throw StorageError.unusableDatabase("cannot lock the directory of \(path): \(String(cString: strerror(errno)))")
+            }
+        }
+        return descriptor
     }
 
     /// The id of `username`'s account, nil if there is none.
