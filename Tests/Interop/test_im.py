@@ -364,6 +364,8 @@ def test_blocking(parleyd):
             b.send_message(mto=f"{carol.jid}/desk", mbody="you are blocked", mtype="chat")
             error = await b.next_message_error()
             assert error["error"]["condition"] == "not-acceptable", error
+            # XEP-0191 §3.6: the error says why, with the blocking application condition.
+            assert error.xml.find(".//{urn:xmpp:blocking:errors}blocked") is not None, error
             await no_more(b.messages, b, "message from the blocked contact", settle=0.2)
             await no_more(c.messages, c, "message from the blocking user", settle=0.2)
 
