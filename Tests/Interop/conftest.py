@@ -4,6 +4,11 @@ Each test that asks for `parleyd` gets its own server (own temporary data direct
 ports, own self-signed certificate), so tests cannot disturb each other. On teardown the
 server is stopped with SIGTERM and must exit with status 0 within its shutdown grace period.
 When a test fails, the server's log is attached to the failure report.
+
+Markers adjust one test's server:
+  @pytest.mark.parleyd_accounts("dave", "erin")   more accounts besides ACCOUNTS
+  @pytest.mark.parleyd_config("sessions:\n  single_device: true\n")   YAML appended to the config
+A test can restart its server on the same data directory with `parleyd.restart()`.
 """
 
 from __future__ import annotations
@@ -58,6 +63,8 @@ class Parleyd:
     domain: str = DOMAIN
     exit_status: int | None = None
     stop_seconds: float | None = None
+    extra_config: str = ""
+    previous_logs: list[str] = field(default_factory=list)  # stderr of earlier runs (restart)
 
     @property
     def config_path(self) -> Path:
@@ -75,10 +82,12 @@ class Parleyd:
         return self.accounts[name]
 
     def log(self) -> str:
+        """stderr of this run, after those of the runs before a restart."""
         try:
-            return self.stderr_path.read_text(errors="replace")
+            current = self.stderr_path.read_text(errors="replace")
         except FileNotFoundError:
-            return ""
+            current = ""
+        return "".join(self.previous_logs) + current
 
     def log_tail(self, lines: int = 150) -> str:
         return "\n".join(self.log().splitlines()[-lines:])
@@ -104,6 +113,29 @@ class Parleyd:
                 return
         self.exit_status = process.returncode
         self.stop_seconds = time.monotonic() - started
+
+    def restart(self) -> None:
+        """Stops the server with SIGTERM (it must exit with status 0) and starts it again on
+        the same configuration and data directory; the ports may change (see the banner)."""
+        self.stop()
+        if self.exit_status != 0:
+            raise AssertionError(
+                f"parleyd did not stop cleanly before the restart (status {self.exit_status}, "
+                f"{self.stop_seconds:.1f}s)\n--- parleyd stderr ---\n{self.log_tail()}")
+        # _start truncates the log files: keep this run's stderr for log() and failure reports.
+        run_log = self.stderr_path.read_text(errors="replace") if self.stderr_path.exists() else ""
+        self.previous_logs.append(run_log + f"----- parleyd restarted (run {len(self.previous_logs) + 2}) -----\n")
+        self.process = None
+        self.exit_status = None
+        self.stop_seconds = None
+        failure = None
+        for _attempt in range(3):
+            _write_config(self, _free_port())
+            failure, retryable = _start(self)
+            if failure is None or not retryable:
+                break
+        if failure is not None:
+            raise AssertionError(f"parleyd did not start again: {failure}\n--- parleyd stderr ---\n{self.log_tail()}")
 
 
 def _clean_environment() -> dict[str, str]:
@@ -142,7 +174,7 @@ shutdown:
   grace_period: {GRACE_PERIOD}
 metrics:
   enabled: false
-"""
+{server.extra_config}"""
     )
 
 
@@ -212,21 +244,32 @@ def _start(server: Parleyd) -> tuple[str | None, bool]:
     return None, False
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "parleyd_accounts(*names): accounts created besides ACCOUNTS")
+    config.addinivalue_line("markers", "parleyd_config(yaml): text appended to the test server's configuration")
+
+
 @pytest.fixture
-def parleyd(tmp_path: Path):
-    """A fresh parleyd on 127.0.0.1 with the accounts in ACCOUNTS (random passwords)."""
+def parleyd(tmp_path: Path, request):
+    """A fresh parleyd on 127.0.0.1 with the accounts in ACCOUNTS (random passwords), plus
+    those of a parleyd_accounts marker, configured as a parleyd_config marker adds."""
     if not PARLEYD.is_file() or not os.access(PARLEYD, os.X_OK):
         pytest.fail(
             f"parleyd is not built: {PARLEYD} is missing. "
             "Run `swift build --product parleyd` at the repository root first "
             "(or set INTEROP_PARLEYD to a parleyd binary).", pytrace=False)
     server = Parleyd(workdir=tmp_path)
+    names = list(ACCOUNTS)
+    for marker in request.node.iter_markers("parleyd_accounts"):
+        names += [name for name in marker.args if name not in names]
+    for marker in request.node.iter_markers("parleyd_config"):
+        server.extra_config += marker.args[0].rstrip("\n") + "\n"
 
     failure = None
     for _attempt in range(3):  # the direct TLS port can be taken between probe and bind
         _write_config(server, _free_port())
         if not server.accounts:
-            for name in ACCOUNTS:
+            for name in names:
                 account = Account(name, "pw-" + secrets.token_urlsafe(12))
                 _adduser(server, account.username, account.password)
                 server.accounts[name] = account

@@ -19,10 +19,16 @@ class InteropClient(slixmpp.ClientXMPP):
     """A slixmpp client that records what happened, for assertions and failure messages."""
 
     def __init__(self, server, account, *, resource: str = "interop", direct_tls: bool = False,
-                 mechanism: str | None = None, password: str | None = None):
+                 mechanism: str | None = None, password: str | None = None,
+                 plugins: tuple[str, ...] = (), auto_authorize: bool | None = True,
+                 auto_subscribe: bool = True):
+        """auto_authorize/auto_subscribe: slixmpp's answer to a subscription request (its
+        defaults: approve and ask back; None leaves the decision to the test)."""
         super().__init__(f"{account.jid}/{resource}",
                          account.password if password is None else password,
                          sasl_mech=mechanism)
+        self.auto_authorize = auto_authorize
+        self.auto_subscribe = auto_subscribe
         self.parleyd = server
         self.direct_tls = direct_tls
         self.port = server.direct_tls_port if direct_tls else server.c2s_port
@@ -40,6 +46,8 @@ class InteropClient(slixmpp.ClientXMPP):
 
         self.register_plugin("xep_0030")  # service discovery
         self.register_plugin("xep_0199", {"keepalive": False})  # ping
+        for plugin in plugins:
+            self.register_plugin(plugin)
 
         self.events: list[str] = []  # what happened, in order, for failure messages
         self.auth_failures: list[str] = []  # SASL failure conditions
@@ -57,7 +65,14 @@ class InteropClient(slixmpp.ClientXMPP):
         self.add_event_handler("message", self._on_message)
         self.add_event_handler("message_error", self._on_message_error)
         self.stream_errors: list[str] = []
+        self.stream_error_texts: list[str] = []
         self.add_event_handler("stream_error", self._on_stream_error)
+        self.presences: list = []  # every presence received, in order
+        self._unclaimed_presences: list = []  # those no wait_presence() has returned yet
+        self._presence_arrived = asyncio.Event()
+        self.add_event_handler("presence", self._on_presence)
+        self.roster_pushes: list = []  # roster pushes (iq type set) received, in order
+        self.add_event_handler("roster_update", self._on_roster_update)
         for name in ("connected", "connection_failed", "tls_success", "auth_success",
                      "session_bind", "ssl_invalid_chain", "killed"):
             self.add_event_handler(name, self._recorder(name))
@@ -93,11 +108,23 @@ class InteropClient(slixmpp.ClientXMPP):
 
     def _on_stream_error(self, error):
         self.stream_errors.append(error["condition"])
+        self.stream_error_texts.append(error["text"])
         self.events.append(f"stream_error: {error['condition']}")
 
     def _on_message_error(self, message):
         self.events.append(f"message error from {message['from']}: {message['error']['condition']}")
         self.message_errors.put_nowait(message)
+
+    def _on_presence(self, presence):
+        self.events.append(f"presence {presence['type']} from {presence['from']}")
+        self.presences.append(presence)
+        self._unclaimed_presences.append(presence)
+        self._presence_arrived.set()
+
+    def _on_roster_update(self, iq):
+        if iq["type"] == "set":
+            self.events.append(f"roster push {dict(roster_items(iq))}")
+            self.roster_pushes.append(iq)
 
     def describe(self) -> str:
         return f"{self.boundjid.full or self.requested_jid} via port {self.port}: events {self.events}"
@@ -161,6 +188,49 @@ class InteropClient(slixmpp.ClientXMPP):
             return error.iq["error"]["condition"]
         raise AssertionError(f"a ping to {jid} was answered {reply['type']}: {self.describe()}")
 
+    async def online(self, timeout: float = TIMEOUT) -> None:
+        """What an IM client does after login: fetches the roster (which also asks for roster
+        pushes), sends initial presence, and makes sure the server has handled both."""
+        await self.get_roster(timeout=timeout)
+        self.send_presence()
+        await self.sync(timeout)
+
+    async def wait_presence(self, ptype: str, sender: str, timeout: float = TIMEOUT):
+        """The first presence of this type from this JID (bare: any of its resources; full:
+        that one) not returned before, waiting for it if need be."""
+        def matches(presence) -> bool:
+            if presence["type"] != ptype:
+                return False
+            return presence["from"].full == sender if "/" in sender else presence["from"].bare == sender
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            for presence in self._unclaimed_presences:
+                if matches(presence):
+                    self._unclaimed_presences.remove(presence)
+                    return presence
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                raise AssertionError(f"no presence {ptype} from {sender} within {timeout}s: {self.describe()}")
+            self._presence_arrived.clear()
+            try:
+                await asyncio.wait_for(self._presence_arrived.wait(), remaining)
+            except asyncio.TimeoutError:
+                pass
+
+    def presences_from(self, sender_bare: str, *types: str) -> list:
+        """Every presence received from any resource of this bare JID (of these types)."""
+        return [p for p in self.presences if p["from"].bare == sender_bare and (not types or p["type"] in types)]
+
+    async def fetch_roster(self, ver: str | None = None, timeout: float = TIMEOUT):
+        """A roster get sent as is (slixmpp's get_roster() adds the cached 'ver' itself);
+        returns the result iq, whose items slixmpp's roster does not see."""
+        iq = self.Iq()
+        iq["type"] = "get"
+        iq.enable("roster")
+        if ver is not None:
+            iq["roster"]["ver"] = ver
+        return await iq.send(timeout=timeout)
+
     async def next_message(self, timeout: float = TIMEOUT):
         try:
             return await asyncio.wait_for(self.messages.get(), timeout)
@@ -186,6 +256,27 @@ class InteropClient(slixmpp.ClientXMPP):
             self.abort()
             raise AssertionError(f"not disconnected within {timeout}s: {self.describe()}") from None
         return self.disconnect_reasons[-1]
+
+
+def roster_items(iq) -> dict[str, dict]:
+    """The items of a roster result or push, by bare JID as a string."""
+    return {str(jid): dict(item) for jid, item in iq["roster"]["items"].items()}
+
+
+async def wait_until(condition, what: str, timeout: float = TIMEOUT, describe=lambda: ""):
+    """Polls condition() until it is true; fails saying what was awaited."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        if asyncio.get_running_loop().time() >= deadline:
+            raise AssertionError(f"not within {timeout}s: {what}. {describe()}")
+        await asyncio.sleep(0.02)
+
+
+async def no_more(queue: asyncio.Queue, client, what: str, settle: float = 0.5):
+    """After a server round trip and a short settle time, nothing more is in this queue."""
+    await client.sync()
+    await asyncio.sleep(settle)
+    assert queue.empty(), f"unexpected {what}: {queue.get_nowait()}; {client.describe()}"
 
 
 @asynccontextmanager

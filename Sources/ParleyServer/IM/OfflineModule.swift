@@ -9,6 +9,10 @@ import ParleyStorage
 /// resource are stored durably, stamped with XEP-0203 `<delay/>`, and delivered in order at
 /// the next available presence with non-negative priority. A stored message is deleted only
 /// once it was written to a session; if the session dies first, it stays for the next one.
+/// A message whose write completes when the account already has an available resource (it
+/// became available while the message was on its way to the store, so its initial delivery
+/// may have read the store too early) is delivered right away instead of waiting for the
+/// next login. Deliveries for one account run one at a time, so none is sent twice.
 public final class OfflineModule: ServerModule, Sendable {
     public static let feature = "msgoffline"
     static let delayNamespace = "urn:xmpp:delay"
@@ -19,11 +23,14 @@ public final class OfflineModule: ServerModule, Sendable {
     let quota: Int
     let logger: Logger
     let writer: OfflineWriter
+    let sessions: SessionRegistry
+    let deliveries = UserQueue()
 
-    public init(domain: JID, store: any OfflineStore, quota: Int, logger: Logger) {
+    public init(domain: JID, store: any OfflineStore, quota: Int, sessions: SessionRegistry, logger: Logger) {
         self.domain = domain
         self.store = store
         self.quota = quota
+        self.sessions = sessions
         self.logger = logger
         self.writer = OfflineWriter(store: store, quota: quota, logger: logger)
     }
@@ -58,10 +65,10 @@ public final class OfflineModule: ServerModule, Sendable {
             XMLElement(
                 "delay", namespace: Self.delayNamespace, ["from": domain.description, "stamp": Self.timestamp(Date())],
                 text: "Offline Storage"))
-        writer.enqueue(user: username, stanza: StoredStanza.serialize(stamped)) { [logger] result in
+        writer.enqueue(user: username, stanza: StoredStanza.serialize(stamped)) { [self, logger] result in
             switch result {
             case .success:
-                return
+                deliverIfAvailable(account.bare)
             case .failure(StorageError.quotaExceeded(let limit)):
                 sender.flatMap { sender in
                     message.errorReply(StanzaError(.resourceConstraint, text: "The recipient has \(limit) messages waiting; no more can be stored."))
@@ -82,6 +89,24 @@ public final class OfflineModule: ServerModule, Sendable {
     /// deleting each batch only after it was handed to the session's socket.
     public func deliver(to session: SessionHandle) async {
         guard let username = session.jid.localpart else { return }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            deliveries.enqueue(username) { [self] in
+                await deliverStored(to: session, username: username)
+                done.resume()
+            }
+        }
+    }
+
+    /// After a store: the account may have become available meanwhile, past its initial
+    /// delivery (RFC 6121 §8.5.2.1.1 wants the message delivered to an available resource).
+    private func deliverIfAvailable(_ account: JID) {
+        guard let username = account.localpart else { return }
+        let available = sessions.sessions(of: account).filter { $0.isAvailable && $0.priority >= 0 }
+        guard let target = available.max(by: { $0.priority < $1.priority }) else { return }
+        deliveries.enqueue(username) { [self] in await deliverStored(to: target, username: username) }
+    }
+
+    private func deliverStored(to session: SessionHandle, username: String) async {
         while session.isAvailable {
             let batch: [OfflineMessage]
             do {

@@ -85,7 +85,8 @@ public final class RunningServer: Sendable {
             iterations: configuration.auth.scramIterations)
         let blocking = BlockingModule(store: storage, sessions: sessions, logger: logger)
         try await blocking.load(usernames: storage.usernames(), domain: domain)
-        let offline = OfflineModule(domain: domain, store: storage, quota: configuration.offline.quota, logger: logger)
+        let offline = OfflineModule(
+            domain: domain, store: storage, quota: configuration.offline.quota, sessions: sessions, logger: logger)
         let presence = PresenceModule(
             domain: domain, sessions: sessions, rosters: storage, accounts: storage, policy: blocking, events: events,
             logger: logger, afterInitialPresence: { session in await offline.deliver(to: session) })
