@@ -42,15 +42,15 @@ public final class OfflineModule: ServerModule, Sendable {
         }
     }
 
-    private func accept(_ message: XMLElement, for account: JID, from sender: SessionHandle?) {
+    private func accept(_ message: XMLElement, for account: JID, from sender: SessionHandle?) -> Task<Void, Never>? {
         switch message.type ?? "normal" {
         case "chat", "normal":
             break
         case "groupchat":
             if let sender, let reply = message.errorReply(StanzaError(.serviceUnavailable)) { sender.deliver(reply) }
-            return
+            return nil
         default:
-            return  // headline and error: silently dropped (RFC 6121 §8.5.2.2.1)
+            return nil  // headline and error: silently dropped (RFC 6121 §8.5.2.2.1)
         }
         // Chat states and other content-free messages are not kept (XEP-0334), nor are
         // messages their sender marked not to be stored; like headlines they just lapse.
@@ -58,14 +58,17 @@ public final class OfflineModule: ServerModule, Sendable {
             || message.firstChild("store", namespace: Self.hintsNamespace) != nil
         guard hasContent, message.firstChild("no-store", namespace: Self.hintsNamespace) == nil,
             let username = account.localpart
-        else { return }
+        else { return nil }
         var stamped = message
         stamped.removeChildren { $0.name == "delay" && $0.namespace == Self.delayNamespace }
         stamped.append(
             XMLElement(
                 "delay", namespace: Self.delayNamespace, ["from": domain.description, "stamp": Self.timestamp(Date())],
                 text: "Offline Storage"))
+        // Enqueued here, synchronously, so messages are stored in the order they were routed.
+        let stored = sender?.eventLoop.makePromise(of: Void.self)
         writer.enqueue(user: username, stanza: StoredStanza.serialize(stamped)) { [self, logger] result in
+            defer { stored?.succeed(()) }
             switch result {
             case .success:
                 deliverIfAvailable(account.bare)
@@ -83,6 +86,8 @@ public final class OfflineModule: ServerModule, Sendable {
                 }
             }
         }
+        guard let stored else { return nil }
+        return Task { try? await stored.futureResult.get() }
     }
 
     /// Sends every stored message to a session that just became available, oldest first,
@@ -179,6 +184,14 @@ final class OfflineWriter: Sendable {
             return true
         }
         if start { Task { await drain() } }
+    }
+
+    /// Waits until everything accepted so far has been handed to the store and committed:
+    /// shutdown calls this so that no accepted message dies with the process.
+    func waitUntilIdle(deadline: ContinuousClock.Instant) async {
+        while pending.withLockedValue({ $0.writing || !$0.requests.isEmpty }), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
     }
 
     private func drain() async {

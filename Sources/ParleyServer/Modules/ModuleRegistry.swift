@@ -21,8 +21,10 @@ public enum IQTarget: Sendable, Hashable {
 public typealias PresenceHandler = @Sendable (_ presence: XMLElement, _ sender: SessionHandle) -> Task<Void, Never>?
 
 /// Handles a message for `account` that no resource can take; `sender` is nil when the
-/// message was already accepted earlier (re-routed from a session that ended).
-public typealias UndeliverableMessageHandler = @Sendable (_ message: XMLElement, _ account: JID, _ sender: SessionHandle?) -> Void
+/// message was already accepted earlier (re-routed from a session that ended). Returns the
+/// work that makes it durable, so the sender's session handles nothing after the message
+/// until it is stored: any later answer to that client then implies the message is safe.
+public typealias UndeliverableMessageHandler = @Sendable (_ message: XMLElement, _ account: JID, _ sender: SessionHandle?) -> Task<Void, Never>?
 
 public struct IQKey: Sendable, Hashable, CustomStringConvertible {
     public var kind: IQKind

@@ -59,8 +59,7 @@ public final class StanzaRouter: Sendable {
             routeIQ(stanza, to: to, from: sender)
             return nil
         case "message":
-            routeMessage(stanza, to: to, from: sender)
-            return nil
+            return routeMessage(stanza, to: to, from: sender)
         default:
             return routePresence(stanza, to: to, from: sender, hadAddress: stanza.to != nil)
         }
@@ -111,20 +110,23 @@ public final class StanzaRouter: Sendable {
 
     // MARK: message
 
-    private func routeMessage(_ stanza: XMLElement, to: JID, from sender: SessionHandle) {
+    private func routeMessage(_ stanza: XMLElement, to: JID, from sender: SessionHandle) -> Task<Void, Never>? {
         let type = stanza.type ?? "normal"
         if to.isDomain {
-            return bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
+            bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
+            return nil
         }
         if to.isFull, let target = sessions.session(to) {
-            return target.deliver(stanza)
+            target.deliver(stanza)
+            return nil
         }
         // RFC 6121 §8.5.3.2: a full JID with no such resource is treated as the bare JID,
         // except for groupchat, which only makes sense for the exact resource.
         if to.isFull, type == "groupchat" {
-            return bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
+            bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
+            return nil
         }
-        deliverToAccount(stanza, bare: to.bare, type: type, from: sender)
+        return deliverToAccount(stanza, bare: to.bare, type: type, from: sender)
     }
 
     /// A message a session accepted for its client but could not write before it ended: it
@@ -134,38 +136,39 @@ public final class StanzaRouter: Sendable {
         guard type == "chat" || type == "normal" else { return }
         let targets = highestPriority(sessions.sessions(of: account).filter { $0.isAvailable && $0.priority >= 0 })
         if targets.isEmpty {
-            modules.undeliverableMessageHandler?(message, account, nil)
+            _ = modules.undeliverableMessageHandler?(message, account, nil)
         } else {
             for session in targets { session.deliver(message) }
         }
     }
 
     /// RFC 6121 §8.5.2: delivery to a bare JID of a local account.
-    private func deliverToAccount(_ stanza: XMLElement, bare: JID, type: String, from sender: SessionHandle) {
+    private func deliverToAccount(_ stanza: XMLElement, bare: JID, type: String, from sender: SessionHandle) -> Task<Void, Never>? {
         let available = sessions.sessions(of: bare).filter { $0.isAvailable && $0.priority >= 0 }
         switch type {
         case "error":
             if let top = highestPriority(available).first { top.deliver(stanza) }
-            return
+            return nil
         case "groupchat":
-            return bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
+            bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
+            return nil
         case "headline":
             for session in available { session.deliver(stanza) }
-            return
+            return nil
         default:
             let targets = highestPriority(available)
             if !targets.isEmpty {
                 for session in targets { session.deliver(stanza) }
-                return
+                return nil
             }
         }
         // Nobody available: offline storage decides (it knows whether the account exists);
         // without it the error is the same whether or not the account exists (§8.5.2.2.1).
         if let offline = modules.undeliverableMessageHandler {
-            offline(stanza, bare, sender)
-        } else {
-            bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
+            return offline(stanza, bare, sender)
         }
+        bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
+        return nil
     }
 
     private func highestPriority(_ sessions: [SessionHandle]) -> [SessionHandle] {

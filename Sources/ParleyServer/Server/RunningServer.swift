@@ -22,6 +22,7 @@ public final class RunningServer: Sendable {
     public let certificatePath: String
     public let context: ServerContext
     public let storage: SQLiteStorage
+    let offline: OfflineModule
 
     private let listeners: [any Channel]
     private let tracker: ConnectionTracker
@@ -36,7 +37,7 @@ public final class RunningServer: Sendable {
     private init(
         configuration: ServerConfiguration, c2sAddresses: [SocketAddress], directTLSAddresses: [SocketAddress],
         metricsAddress: SocketAddress?, certificateFingerprint: String?, certificatePath: String, context: ServerContext,
-        storage: SQLiteStorage, listeners: [any Channel], tracker: ConnectionTracker, background: [Task<Void, Never>],
+        storage: SQLiteStorage, offline: OfflineModule, listeners: [any Channel], tracker: ConnectionTracker, background: [Task<Void, Never>],
         stopped: EventLoopPromise<Void>, logger: Logger
     ) {
         self.configuration = configuration
@@ -47,6 +48,7 @@ public final class RunningServer: Sendable {
         self.certificatePath = certificatePath
         self.context = context
         self.storage = storage
+        self.offline = offline
         self.listeners = listeners
         self.tracker = tracker
         self.background = NIOLockedValueBox(background)
@@ -161,7 +163,7 @@ public final class RunningServer: Sendable {
         ]
         return RunningServer(
             configuration: configuration, c2sAddresses: c2s, directTLSAddresses: direct, metricsAddress: metricsAddress,
-            certificateFingerprint: fingerprint, certificatePath: certificatePath, context: context, storage: storage,
+            certificateFingerprint: fingerprint, certificatePath: certificatePath, context: context, storage: storage, offline: offline,
             listeners: listeners, tracker: tracker, background: background,
             stopped: group.next().makePromise(of: Void.self), logger: logger)
     }
@@ -184,6 +186,8 @@ public final class RunningServer: Sendable {
             try? await Task.sleep(for: .milliseconds(20))
         }
         for channel in tracker.open { try? await channel.close() }
+        // Messages accepted for offline accounts are committed before the process may exit.
+        await offline.writer.waitUntilIdle(deadline: ContinuousClock.now + .seconds(5))
         for task in background.withLockedValue({ $0 }) { task.cancel() }
         logger.info("stopped")
         stopped.succeed(())

@@ -16,7 +16,8 @@ extension C2SSessionHandler {
         stanza.from = handle.jid.description
         if consumedBySession(stanza, handle: handle) { return }
         if let pending = server.router.route(stanza, from: handle) {
-            // Presence takes effect before anything the client sent after it is handled.
+            // Presence takes effect, and a message for an offline account is durable, before
+            // anything the client sent after it is handled.
             suspend({ await pending.value }) { _ in }
         }
     }
