@@ -118,7 +118,10 @@ struct XMLStreamParserState {
     /// after the event's last byte.
     @inline(__always)
     mutating func emit(_ event: XMLStreamEvent, end: Int) {
-        if sink.unsafelyUnwrapped(event) == .stop {
+        // Not `sink.unsafelyUnwrapped(event)`: that hands the closure over at the generic
+        // abstraction level, and calling it then allocates a reabstraction thunk per event.
+        guard let sink else { return }
+        if sink(event) == .stop {
             stopPosition = end
             xmlStopParser(context)
         }
