@@ -329,7 +329,8 @@ struct XMLStreamParserState {
     /// A String from bytes libxml2 has already checked to be UTF-8.
     @inline(__always)
     private static func makeString(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
-        String(unsafeUninitializedCapacity: bytes.count) { buffer in
+        if bytes.count > 15 { return String(decoding: bytes, as: UTF8.self) }
+        return String(unsafeUninitializedCapacity: bytes.count) { buffer in
             buffer.baseAddress.unsafelyUnwrapped.update(from: bytes.baseAddress.unsafelyUnwrapped, count: bytes.count)
             return bytes.count
         }
