@@ -36,8 +36,12 @@ struct XMLStreamParserState {
     /// built in place, so closing one is a move into its parent. `maxDepth` slots, manual.
     let frames: UnsafeMutablePointer<XMLElement>
     var frameCount = 0
-    /// Character data since the last tag, merged into one text node.
-    var pendingText: [UInt8] = []
+    /// Character data since the last tag, merged into one text node: `pendingCount` bytes at
+    /// `pendingText` (manual storage, grown by doubling; an Array's append and
+    /// `removeAll(keepingCapacity:)` cost more than the copy itself).
+    var pendingText: UnsafeMutablePointer<UInt8>
+    var pendingCount = 0
+    var pendingCapacity = 1024
     var names = XMLNameInterner()
     var header: XMLStreamHeader?
     var rootClosed = false
@@ -63,7 +67,7 @@ struct XMLStreamParserState {
     init(limits: XMLStreamParser.Limits) {
         self.limits = limits
         frames = .allocate(capacity: max(limits.maxDepth, 1))
-        pendingText.reserveCapacity(1024)
+        pendingText = .allocate(capacity: pendingCapacity)
     }
 
     /// Whether libxml2's dictionary (which only grows) should be replaced at this boundary.
@@ -78,6 +82,8 @@ struct XMLStreamParserState {
         frames.deinitialize(count: frameCount)
         frames.deallocate()
         frameCount = 0
+        pendingText.deallocate()
+        pendingCount = 0
         names.deallocate()
     }
 
@@ -90,7 +96,7 @@ struct XMLStreamParserState {
         depth = 0
         frames.deinitialize(count: frameCount)
         frameCount = 0
-        pendingText.removeAll(keepingCapacity: true)
+        pendingCount = 0
         header = nil
         streamStart = []
         rootClosed = false
@@ -118,7 +124,10 @@ struct XMLStreamParserState {
     /// after the event's last byte.
     @inline(__always)
     mutating func emit(_ event: XMLStreamEvent, end: Int) {
-        if sink.unsafelyUnwrapped(event) == .stop {
+        // Not `sink.unsafelyUnwrapped(event)`: that hands the closure over at the generic
+        // abstraction level, and calling it then allocates a reabstraction thunk per event.
+        guard let sink else { return }
+        if sink(event) == .stop {
             stopPosition = end
             xmlStopParser(context)
         }
@@ -180,7 +189,7 @@ struct XMLStreamParserState {
             rootClosed = true
             return emit(.streamClosed, end: position())
         }
-        if !pendingText.isEmpty { flushText(into: frameCount - 1) }
+        if pendingCount > 0 { flushText(into: frameCount - 1) }
         frameCount -= 1
         let element = (frames + frameCount).move()
         if level > 1 {
@@ -206,7 +215,7 @@ struct XMLStreamParserState {
             if end - boundary > limits.maxStanzaBytes {
                 return fail(XMLStreamParserErrors.stanzaTooLarge(limits.maxStanzaBytes))
             }
-            pendingText.append(contentsOf: UnsafeBufferPointer(start: bytes, count: count))
+            appendPendingText(bytes, count)
             return
         }
         // Between stanzas: only whitespace (keepalives), which ends the previous stanza's span.
@@ -269,9 +278,28 @@ struct XMLStreamParserState {
     // MARK: Helpers
 
     private mutating func flushText(into frameIndex: Int) {
-        guard !pendingText.isEmpty else { return }
-        Self.append(.text(String(decoding: pendingText, as: UTF8.self)), to: &frames[frameIndex])
-        pendingText.removeAll(keepingCapacity: true)
+        guard pendingCount > 0 else { return }
+        let text = String(decoding: UnsafeBufferPointer(start: pendingText, count: pendingCount), as: UTF8.self)
+        Self.append(.text(text), to: &frames[frameIndex])
+        pendingCount = 0
+    }
+
+    @inline(__always)
+    private mutating func appendPendingText(_ bytes: UnsafePointer<UInt8>, _ count: Int) {
+        if pendingCount + count > pendingCapacity { growPendingText(to: pendingCount + count) }
+        (pendingText + pendingCount).update(from: bytes, count: count)
+        pendingCount += count
+    }
+
+    @inline(never)
+    private mutating func growPendingText(to minimum: Int) {
+        var capacity = pendingCapacity
+        while capacity < minimum { capacity *= 2 }
+        let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
+        grown.update(from: pendingText, count: pendingCount)
+        pendingText.deallocate()
+        pendingText = grown
+        pendingCapacity = capacity
     }
 
     /// Stanza elements rarely have more than four children: one allocation instead of three.
@@ -301,7 +329,8 @@ struct XMLStreamParserState {
     /// A String from bytes libxml2 has already checked to be UTF-8.
     @inline(__always)
     private static func makeString(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
-        String(unsafeUninitializedCapacity: bytes.count) { buffer in
+        if bytes.count > 15 { return String(decoding: bytes, as: UTF8.self) }
+        return String(unsafeUninitializedCapacity: bytes.count) { buffer in
             buffer.baseAddress.unsafelyUnwrapped.update(from: bytes.baseAddress.unsafelyUnwrapped, count: bytes.count)
             return bytes.count
         }
