@@ -25,6 +25,11 @@ public final class XMLStreamDecoder: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     private let parser: XMLStreamParser
+    /// After this long without input, the parser gives its libxml2 context back; an idle
+    /// connection then costs a few kilobytes instead of tens (nil keeps it always).
+    private let releaseMemoryAfter: TimeAmount?
+    private var lastRead = NIODeadline.uptimeNanoseconds(0)
+    private var releaseTimer: Scheduled<Void>?
     private var pendingRestart: Restart?
     private var isFeeding = false
     private var failed = false
@@ -33,12 +38,41 @@ public final class XMLStreamDecoder: ChannelDuplexHandler, RemovableChannelHandl
     /// element and the new header (a keepalive, a newline after `</auth>`) is legal XMPP.
     private var skippingLeadingWhitespace = false
 
-    public init(limits: XMLStreamParser.Limits = .init()) {
+    public init(limits: XMLStreamParser.Limits = .init(), releaseMemoryAfter: TimeAmount? = .seconds(2)) {
         parser = XMLStreamParser(limits: limits)
+        self.releaseMemoryAfter = releaseMemoryAfter
+    }
+
+    public func handlerRemoved(context: ChannelHandlerContext) {
+        releaseTimer?.cancel()
+        releaseTimer = nil
+    }
+
+    public func channelInactive(context: ChannelHandlerContext) {
+        releaseTimer?.cancel()
+        releaseTimer = nil
+        context.fireChannelInactive()
+    }
+
+    /// One timer per connection at most, re-armed only when it fires too early.
+    private func scheduleMemoryRelease(context: ChannelHandlerContext) {
+        guard let idle = releaseMemoryAfter, releaseTimer == nil, !failed else { return }
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        releaseTimer = context.eventLoop.scheduleTask(deadline: lastRead + idle) {
+            let (decoder, context) = loopBound.value
+            decoder.releaseTimer = nil
+            if context.eventLoop.now - decoder.lastRead >= idle {
+                decoder.parser.releaseIdleMemory()
+            } else {
+                decoder.scheduleMemoryRelease(context: context)
+            }
+        }
     }
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !failed else { return }
+        lastRead = context.eventLoop.now
+        scheduleMemoryRelease(context: context)
         var buffer = unwrapInboundIn(data)
         while buffer.readableBytes > 0, !failed {
             if skippingLeadingWhitespace {

@@ -22,7 +22,9 @@ struct XMLNameInterner {
     /// Distinct names seen since the last `removeAll()`.
     private(set) var count = 0
 
-    init(capacity: Int = 64) {
+    /// Small to start with: a client stream uses some twenty names, and every connection
+    /// holds one of these (it grows as needed).
+    init(capacity: Int = 16) {
         var size = 16
         while size < capacity * 2 { size <<= 1 }
         entries = .allocate(capacity: size)

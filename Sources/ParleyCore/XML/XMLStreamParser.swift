@@ -95,17 +95,38 @@ public final class XMLStreamParser {
     public func reset() {
         let hadFailure = state.pointee.failure != nil
         state.pointee.resetDocument()
-        if hadFailure || state.pointee.dictionaryIsLarge {
+        if hadFailure || state.pointee.dictionaryIsLarge || state.pointee.context == nil {
             replaceContext()
         } else {
             XMLStreamParserContext.reset(state.pointee.context.unsafelyUnwrapped, state: state)
         }
     }
 
+    /// Frees libxml2's parser context (its input buffer and name dictionary, most of a
+    /// connection's memory) while the stream rests between stanzas; the next `feed` builds
+    /// a fresh one and replays the root's namespace declarations, as for dictionary renewal.
+    /// Does nothing, returning false, unless everything fed so far completed a stanza (or is
+    /// whitespace between stanzas).
+    @discardableResult
+    public func releaseIdleMemory() -> Bool {
+        let state = self.state
+        guard let context = state.pointee.context, state.pointee.failure == nil, state.pointee.stopPosition == nil,
+            state.pointee.header != nil, !state.pointee.rootClosed, state.pointee.depth == 1,
+            !state.pointee.replayingHeader, XMLStreamParserContext.onlyWhitespaceBuffered(context)
+        else { return false }
+        xmlFreeParserCtxt(context)
+        state.pointee.context = nil
+        state.pointee.names.removeAll()
+        return true
+    }
+
     // MARK: Feeding
 
     private func parse(_ base: UnsafeRawPointer, _ count: Int) throws(StreamError) -> Int {
         let state = self.state
+        if state.pointee.context == nil {
+            try replaceContext(midStreamAt: state.pointee.fedTotal)
+        }
         let callStart = state.pointee.fedTotal
         if callStart == 0, base.load(as: UInt8.self) == 0x16 {
             throw fail(XMLStreamParserErrors.tlsHandshake)

@@ -108,6 +108,20 @@ enum XMLStreamParserContext {
         configure(context, limits: state.pointee.limits)
     }
 
+    /// Whether libxml2 holds nothing but whitespace it has not reported yet: it keeps the
+    /// blanks after a stanza until the next `<` tells it they were not text.
+    static func onlyWhitespaceBuffered(_ context: xmlParserCtxtPtr) -> Bool {
+        guard let input = context.pointee.input, var cursor = input.pointee.cur, let end = input.pointee.end else {
+            return true
+        }
+        while cursor < end {
+            switch cursor.pointee {
+            case 0x20, 0x09, 0x0A, 0x0D: cursor += 1
+            default: return false
+            }
+        }
+        return true
+    }
 }
 
 private func failStream(_ user: UnsafeMutableRawPointer?, _ error: StreamError) {

@@ -28,6 +28,8 @@ struct C2SListener {
             .childChannelOption(.socketOption(.so_keepalive), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 4)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 64 << 10, high: 1 << 20))
+            // Stanzas are small and most connections idle: start reads small, grow on demand.
+            .childChannelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65_536))
             .childChannelInitializer { channel in
                 tracker.track(channel)
                 return channel.eventLoop.makeCompletedFuture {
