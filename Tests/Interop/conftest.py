@@ -172,9 +172,7 @@ limits:
   unauthenticated_timeout: 15
 shutdown:
   grace_period: {GRACE_PERIOD}
-metrics:
-  enabled: false
-{server.extra_config}"""
+{"" if "metrics:" in server.extra_config else "metrics:" + chr(10) + "  enabled: false" + chr(10)}{server.extra_config}"""
     )
 
 
