@@ -117,6 +117,7 @@ public final class XMLStreamParser {
         xmlFreeParserCtxt(context)
         state.pointee.context = nil
         state.pointee.names.removeAll()
+        state.pointee.shrinkBuffers()
         return true
     }
 

@@ -33,15 +33,17 @@ struct XMLStreamParserState {
     /// Open elements, the root included.
     var depth = 0
     /// The elements of the current stanza whose end tag has not arrived yet, outermost first:
-    /// built in place, so closing one is a move into its parent. `maxDepth` slots, manual.
-    let frames: UnsafeMutablePointer<XMLElement>
+    /// built in place, so closing one is a move into its parent. Manual storage.
+    var frames: UnsafeMutablePointer<XMLElement>
     var frameCount = 0
+    /// Stanzas are shallow: room for a few levels, grown (up to `maxDepth`) when needed.
+    var frameCapacity = 8
     /// Character data since the last tag, merged into one text node: `pendingCount` bytes at
     /// `pendingText` (manual storage, grown by doubling; an Array's append and
     /// `removeAll(keepingCapacity:)` cost more than the copy itself).
     var pendingText: UnsafeMutablePointer<UInt8>
     var pendingCount = 0
-    var pendingCapacity = 1024
+    var pendingCapacity = 128
     var names = XMLNameInterner()
     var header: XMLStreamHeader?
     var rootClosed = false
@@ -66,7 +68,8 @@ struct XMLStreamParserState {
 
     init(limits: XMLStreamParser.Limits) {
         self.limits = limits
-        frames = .allocate(capacity: max(limits.maxDepth, 1))
+        frameCapacity = min(frameCapacity, max(limits.maxDepth, 1))
+        frames = .allocate(capacity: frameCapacity)
         pendingText = .allocate(capacity: pendingCapacity)
     }
 
@@ -175,6 +178,7 @@ struct XMLStreamParserState {
         }
         var element = XMLElement(names.string(for: localName), attributes: makeAttributes(attributeCount, attributes))
         if let uri { element.namespace = names.string(for: uri) }
+        if frameCount == frameCapacity { growFrames() }
         (frames + frameCount).initialize(to: element)
         frameCount += 1
         depth = level + 1
@@ -292,6 +296,31 @@ struct XMLStreamParserState {
     }
 
     @inline(never)
+    private mutating func growFrames() {
+        let capacity = frameCapacity * 2
+        let grown = UnsafeMutablePointer<XMLElement>.allocate(capacity: capacity)
+        grown.moveInitialize(from: frames, count: frameCount)
+        frames.deallocate()
+        frames = grown
+        frameCapacity = capacity
+    }
+
+    /// Gives back buffers that grew for a big or deep stanza, between stanzas of an idle
+    /// stream, so one large message does not cost its connection memory for good.
+    mutating func shrinkBuffers() {
+        guard frameCount == 0, pendingCount == 0 else { return }
+        if frameCapacity > 8 {
+            frames.deallocate()
+            frameCapacity = 8
+            frames = .allocate(capacity: frameCapacity)
+        }
+        if pendingCapacity > 128 {
+            pendingText.deallocate()
+            pendingCapacity = 128
+            pendingText = .allocate(capacity: pendingCapacity)
+        }
+    }
+
     private mutating func growPendingText(to minimum: Int) {
         var capacity = pendingCapacity
         while capacity < minimum { capacity *= 2 }
