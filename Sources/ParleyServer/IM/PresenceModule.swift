@@ -38,7 +38,11 @@ public final class PresenceModule: ServerModule {
         }
     }
 
+    /// RFC 6121 §3.4.1: a server that honours pre-approvals says so as a stream feature.
+    static let preApprovalFeature = "urn:xmpp:features:pre-approval"
+
     public func register(in registry: inout ModuleRegistry) throws(ModuleRegistry.Error) {
+        registry.advertiseStreamFeature(XMLElement("sub", namespace: Self.preApprovalFeature))
         try registry.handlePresence { [self] stanza, sender in
             enqueue(for: sender.jid) { await self.handle(stanza, from: sender) }
         }
