@@ -10,12 +10,14 @@ public final class BlockingModule: ServerModule, DeliveryPolicy {
     static let errorsNamespace = "urn:xmpp:blocking:errors"
 
     let store: any BlockListStore
+    let rosters: any RosterStore
     let sessions: SessionRegistry
     let logger: Logger
     private let lists = NIOLockedValueBox([JID: Set<JID>]())
 
-    public init(store: any BlockListStore, sessions: SessionRegistry, logger: Logger) {
+    public init(store: any BlockListStore, rosters: any RosterStore, sessions: SessionRegistry, logger: Logger) {
         self.store = store
+        self.rosters = rosters
         self.sessions = sessions
         self.logger = logger
     }
@@ -121,18 +123,40 @@ public final class BlockingModule: ServerModule, DeliveryPolicy {
                 }
                 lists[owner] = current.isEmpty ? nil : current
             }
+            if blocking { await sendUnavailable(of: owner, to: jids) }
             responder.result()
             push(payload, to: owner)
-            if blocking {
-                // §3.3: the newly blocked see the user go offline.
-                for session in sessions.sessions(of: owner) where session.isAvailable {
-                    for jid in jids {
-                        let unavailable = XMLElement(
-                            "presence", namespace: XMLNamespace.client,
-                            ["from": session.jid.description, "to": jid.description, "type": "unavailable"])
-                        deliverUnfiltered(unavailable, to: jid)
-                    }
+        }
+    }
+
+    /// §3.3: the newly blocked see the user go offline; but only those who could see the
+    /// user online at all, the subscribers (From or Both, RFC 6121 §4.2.2) and recipients
+    /// of directed presence. Anyone else would learn the user's full JID from it.
+    private func sendUnavailable(of owner: JID, to jids: [JID]) async {
+        let available = sessions.sessions(of: owner).filter(\.isAvailable)
+        guard !available.isEmpty, let username = owner.localpart else { return }
+        let blocked = Set(jids)
+        var subscribers: [JID] = []
+        do {
+            for item in try await rosters.roster(of: username).items where item.subscription == .from || item.subscription == .both {
+                guard let contact = try? JID(item.contact) else { continue }
+                if matches(blocked, contact) {
+                    subscribers.append(contact)
+                } else {
+                    // A block of one resource of a subscriber: that resource goes without.
+                    subscribers.append(contentsOf: jids.filter { $0.isFull && $0.bare == contact })
                 }
+            }
+        } catch {
+            logger.error("cannot read roster", metadata: ["user": "\(username)", "error": "\(error)"])
+        }
+        for session in available {
+            let directed = session.withPresence { $0.directedPresence }.filter { matches(blocked, $0) }
+            for recipient in Set(subscribers).union(directed) {
+                let unavailable = XMLElement(
+                    "presence", namespace: XMLNamespace.client,
+                    ["from": session.jid.description, "to": recipient.description, "type": "unavailable"])
+                deliverUnfiltered(unavailable, to: recipient)
             }
         }
     }

@@ -112,6 +112,9 @@ public final class OfflineModule: ServerModule, Sendable {
     }
 
     private func deliverStored(to session: SessionHandle, username: String) async {
+        // A message accepted for storage just before the session became available may not
+        // be written yet; reading before it is would leave it stored while the user is online.
+        await writer.waitForAccepted()
         while session.isAvailable {
             let batch: [OfflineMessage]
             do {
@@ -163,6 +166,10 @@ final class OfflineWriter: Sendable {
     private struct Pending {
         var requests: [(OfflineStoreRequest, Completion)] = []
         var writing = false
+        /// Requests accepted and requests whose write finished, ever.
+        var accepted = 0
+        var finished = 0
+        var waiters: [(target: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     private let store: any OfflineStore
@@ -179,6 +186,7 @@ final class OfflineWriter: Sendable {
     func enqueue(user: String, stanza: String, completion: @escaping Completion) {
         let start = pending.withLockedValue { pending -> Bool in
             pending.requests.append((OfflineStoreRequest(user: user, stanza: stanza, quota: quota), completion))
+            pending.accepted += 1
             if pending.writing { return false }
             pending.writing = true
             return true
@@ -205,6 +213,26 @@ final class OfflineWriter: Sendable {
             if batch.isEmpty { return }
             let results = await store.storeOffline(batch.map(\.0))
             for (result, (_, completion)) in zip(results, batch) { completion(result) }
+            let ready = pending.withLockedValue { pending -> [CheckedContinuation<Void, Never>] in
+                pending.finished += batch.count
+                let finished = pending.finished
+                let ready = pending.waiters.filter { $0.target <= finished }.map(\.continuation)
+                pending.waiters.removeAll { $0.target <= finished }
+                return ready
+            }
+            for continuation in ready { continuation.resume() }
+        }
+    }
+
+    /// Returns once every request accepted before the call has been written (or failed).
+    func waitForAccepted() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = pending.withLockedValue { pending -> Bool in
+                if pending.finished >= pending.accepted { return true }
+                pending.waiters.append((pending.accepted, continuation))
+                return false
+            }
+            if done { continuation.resume() }
         }
     }
 }

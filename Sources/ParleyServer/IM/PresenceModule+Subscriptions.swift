@@ -82,8 +82,9 @@ extension PresenceModule {
         if state.hasFrom { withdrawPresence(of: user, from: contact) }
         guard let contactName = contact.localpart, try await accounts.account(username: contactName) != nil else { return true }
         if state.hasTo || state.pendingOut { try await receive(.unsubscribe, from: user, at: contact, stanza: nil) }
+        // The contact's unavailable presence to the user (§3.3.3) is sent by the contact's
+        // side as it handles the unsubscribe above; sending it here too doubled it.
         if state.hasFrom || state.pendingIn { try await receive(.unsubscribed, from: user, at: contact, stanza: nil) }
-        if state.hasTo { withdrawPresence(of: contact, from: user) }
         return true
     }
 

@@ -38,7 +38,11 @@ public final class PresenceModule: ServerModule {
         }
     }
 
+    /// RFC 6121 §3.4.1: a server that honours pre-approvals says so as a stream feature.
+    static let preApprovalFeature = "urn:xmpp:features:pre-approval"
+
     public func register(in registry: inout ModuleRegistry) throws(ModuleRegistry.Error) {
+        registry.advertiseStreamFeature(XMLElement("sub", namespace: Self.preApprovalFeature))
         try registry.handlePresence { [self] stanza, sender in
             enqueue(for: sender.jid) { await self.handle(stanza, from: sender) }
         }
@@ -84,14 +88,15 @@ public final class PresenceModule: ServerModule {
     private func broadcast(_ presence: XMLElement, from sender: SessionHandle) async {
         let available = presence.type == nil
         let priority = presence.firstChild("priority").flatMap { Int8($0.text.trimmingCharacters(in: .whitespaces)) } ?? 0
-        let (wasAvailable, directed) = sender.withPresence { state -> (Bool, Set<JID>) in
+        let (wasAvailable, previousPriority, directed) = sender.withPresence { state -> (Bool, Int8, Set<JID>) in
             let was = state.isAvailable
+            let previous = state.priority
             state.isAvailable = available
             state.priority = available ? priority : 0
             state.lastPresence = available ? presence : nil
             let directed = state.directedPresence
             if !available { state.directedPresence = [] }
-            return (was, directed)
+            return (was, previous, directed)
         }
         let user = sender.jid.bare
         let items = await rosterItems(of: user)
@@ -109,7 +114,13 @@ public final class PresenceModule: ServerModule {
             for recipient in directed { send(presence, from: sender.jid, toAccount: recipient) }
             return
         }
-        guard !wasAvailable else { return }
+        guard !wasAvailable else {
+            // XEP-0160 §3: stored messages go to the resource that next sends available
+            // presence with a non-negative priority; one raising its priority from negative
+            // is that resource (until then they wait, §8.5.2.1.1 of RFC 6121).
+            if priority >= 0, previousPriority < 0 { await afterInitialPresence(sender) }
+            return
+        }
         // Initial presence: the current presence of everyone the user is subscribed to
         // (answering the probes of §4.3 from live sessions), of the user's other resources,
         // and every friend request still waiting for an answer (§3.1.3).

@@ -85,7 +85,7 @@ public final class RunningServer: Sendable {
             accounts: storage, domain: domain, allowsNewAccounts: configuration.registration.enabled,
             minimumPasswordLength: configuration.registration.minPasswordLength,
             iterations: configuration.auth.scramIterations)
-        let blocking = BlockingModule(store: storage, sessions: sessions, logger: logger)
+        let blocking = BlockingModule(store: storage, rosters: storage, sessions: sessions, logger: logger)
         try await blocking.load(usernames: storage.usernames(), domain: domain)
         let offline = OfflineModule(
             domain: domain, store: storage, quota: configuration.offline.quota, sessions: sessions, logger: logger)

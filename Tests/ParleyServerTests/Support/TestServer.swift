@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Logging
 import NIOPosix
 import ParleyCore
@@ -11,18 +12,24 @@ final class TestServer: Sendable {
     static let domain = "localhost"
     /// Accounts every scenario may log in with.
     static let defaultAccounts = ["alice": "alice-password", "bob": "bob-password"]
+    /// For scenarios with a third party; pass it as `accounts:`.
+    static let threeAccounts = defaultAccounts.merging(["carol": "carol-password"]) { $1 }
 
-    let running: RunningServer
+    /// The server now running; `restart()` replaces it.
+    var running: RunningServer { current.withLock { $0 } }
     let directory: String
+    private let current: Mutex<RunningServer>
+    private let logger: Logger
 
     var c2sPort: Int { running.c2sPort }
     var directTLSPort: Int { running.directTLSPort }
     var fingerprint: String { running.certificateFingerprint ?? "" }
     var configuration: ServerConfiguration { running.configuration }
 
-    private init(running: RunningServer, directory: String) {
-        self.running = running
+    private init(running: RunningServer, directory: String, logger: Logger) {
+        self.current = Mutex(running)
         self.directory = directory
+        self.logger = logger
     }
 
     /// The configuration scenarios start from: loopback, ephemeral ports, the cheapest SCRAM
@@ -52,7 +59,7 @@ final class TestServer: Sendable {
         var logger = Logger(label: "parley.scenario")
         logger.logLevel = ProcessInfo.processInfo.environment["PARLEY_TEST_LOG"] != nil ? .debug : .critical
         let running = try await RunningServer.start(configuration: configuration, logger: logger)
-        let server = TestServer(running: running, directory: directory)
+        let server = TestServer(running: running, directory: directory, logger: logger)
         for (username, password) in accounts {
             try await server.createAccount(username, password: password)
         }
@@ -62,6 +69,18 @@ final class TestServer: Sendable {
     func createAccount(_ username: String, password: String) async throws {
         let keys = try AccountKeys.derive(password: password, iterations: configuration.auth.scramIterations)
         try await running.storage.createAccount(username: username, keys: keys)
+    }
+
+    /// Shuts the server down and starts a new one on the same data directory and ports, as
+    /// an operator restarting it would; clients must connect again.
+    func restart() async throws {
+        let old = running
+        await old.shutdown()
+        var configuration = old.configuration
+        configuration.c2s.port = old.c2sPort
+        configuration.c2s.directTLSPort = old.directTLSPort
+        let new = try await RunningServer.start(configuration: configuration, logger: logger)
+        current.withLock { $0 = new }
     }
 
     /// Stops the server (if the test did not) and removes its data directory.
@@ -102,7 +121,7 @@ final class TestServer: Sendable {
     /// A client that went all the way: STARTTLS, SCRAM-SHA-256, bind.
     func login(_ username: String, password: String? = nil, resource: String? = nil) async throws -> TestClient {
         let client = try await connect()
-        try await client.login(username, password: password ?? Self.defaultAccounts[username] ?? "", resource: resource)
+        try await client.login(username, password: password ?? Self.threeAccounts[username] ?? "", resource: resource)
         return client
     }
 }
