@@ -58,8 +58,8 @@ struct CLIChatTerminalTests {
                 sessions.append(secondAlice)
                 try await secondAlice.waitFor("connected as alice@localhost/")
                 try await alice.waitFor("signed out: your account logged in on another device")
-                // Reconnecting would start within about a second (the CLI's first backoff step).
-                try await Task.sleep(for: .seconds(2.5))
+                // A reconnect would show at once ("reconnecting in …"), and try within about a second.
+                try await Task.sleep(for: .seconds(1.5))
                 let afterKick = alice.screen.components(separatedBy: "signed out: your account logged in on another device").last ?? ""
                 #expect(!afterKick.contains("reconnecting") && !afterKick.contains("connecting") && !afterKick.contains("connected as"), "\(afterKick)")
                 // As designed, the kicked chat stays open (idle) until the user quits.
