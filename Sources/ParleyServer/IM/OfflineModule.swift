@@ -82,6 +82,9 @@ public final class OfflineModule: ServerModule, Sendable {
     /// deleting each batch only after it was handed to the session's socket.
     public func deliver(to session: SessionHandle) async {
         guard let username = session.jid.localpart else { return }
+        // A message routed here just before the session became available may still be on
+        // its way to the store: read only once it is there, or it would wait for the next login.
+        await writer.waitForAcceptedWrites()
         while session.isAvailable {
             let batch: [OfflineMessage]
             do {
@@ -133,6 +136,11 @@ final class OfflineWriter: Sendable {
     private struct Pending {
         var requests: [(OfflineStoreRequest, Completion)] = []
         var writing = false
+        /// How many requests were accepted, and how many of them the store has answered.
+        var accepted: Int64 = 0
+        var finished: Int64 = 0
+        /// Who waits until `finished` reaches the count.
+        var waiters: [(Int64, CheckedContinuation<Void, Never>)] = []
     }
 
     private let store: any OfflineStore
@@ -149,6 +157,7 @@ final class OfflineWriter: Sendable {
     func enqueue(user: String, stanza: String, completion: @escaping Completion) {
         let start = pending.withLockedValue { pending -> Bool in
             pending.requests.append((OfflineStoreRequest(user: user, stanza: stanza, quota: quota), completion))
+            pending.accepted += 1
             if pending.writing { return false }
             pending.writing = true
             return true
@@ -167,6 +176,26 @@ final class OfflineWriter: Sendable {
             if batch.isEmpty { return }
             let results = await store.storeOffline(batch.map(\.0))
             for (result, (_, completion)) in zip(results, batch) { completion(result) }
+            let ready = pending.withLockedValue { pending -> [CheckedContinuation<Void, Never>] in
+                pending.finished += Int64(batch.count)
+                let finished = pending.finished
+                let ready = pending.waiters.filter { $0.0 <= finished }.map(\.1)
+                pending.waiters.removeAll { $0.0 <= finished }
+                return ready
+            }
+            for waiter in ready { waiter.resume() }
+        }
+    }
+
+    /// Returns once every message accepted before the call has been stored (or refused).
+    func waitForAcceptedWrites() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = pending.withLockedValue { pending -> Bool in
+                if pending.finished >= pending.accepted { return true }
+                pending.waiters.append((pending.accepted, continuation))
+                return false
+            }
+            if done { continuation.resume() }
         }
     }
 }
