@@ -233,6 +233,6 @@ enum PseudoTerminal {
             close(master)
             throw TimedOut(description: "cannot set up the pseudo-terminal: errno \(errno)")
         }
-        return (master, String(cString: name))
+        return (master, String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
 }
