@@ -19,9 +19,11 @@ if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-# If a packaged prosody did start at some point, it must not hold the ports tests use.
-if pgrep -x lua5.4 >/dev/null 2>&1 || pgrep -f "/usr/bin/prosody" >/dev/null 2>&1; then
-    pkill -f "/usr/bin/prosody" 2>/dev/null || true
+# If the packaged prosody service (user prosody) did start at some point, it must not hold
+# the ports tests use. The Prosody instances tests start themselves (ProsodyInteropTests) run
+# as the test user and are left alone: another checkout's `make deps` must not end them.
+if pgrep -u prosody -f "/usr/bin/prosody" >/dev/null 2>&1; then
+    pkill -u prosody -f "/usr/bin/prosody" 2>/dev/null || true
 fi
 
 python_missing=()
