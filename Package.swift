@@ -31,6 +31,7 @@ let package = Package(
             name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(
             name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CResolv"),
         .target(name: "ParleyCore", dependencies: ["CLibXML2", "COpenSSL"]),
         .target(
             name: "ParleyTLS",
@@ -88,7 +89,7 @@ let package = Package(
         .target(
             name: "ParleyClient",
             dependencies: [
-                "ParleyCore", "ParleyStream", "ParleyTLS",
+                "ParleyCore", "ParleyStream", "ParleyTLS", "CResolv",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

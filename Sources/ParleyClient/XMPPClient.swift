@@ -131,26 +131,51 @@ public actor XMPPClient {
     }
 
     private func openConnection() async {
-        let configuration = self.configuration
         generation += 1
         let current = generation
         let inbound = self.inbound
-        do {
-            let connection = try await ClientConnection.open(configuration: configuration, tls: tls, group: group) {
-                ClientStreamHandler.Callbacks(
-                    onEstablished: { jid, features in inbound.yield(.established(generation: current, jid: jid, features: features)) },
-                    onStanza: { stanza in inbound.yield(.stanza(generation: current, stanza)) },
-                    onClosed: { end in inbound.yield(.closed(generation: current, end)) })
-            }
-            if state == .stopped || generation != current {
-                connection.close()
+        var lastError: (any Error)? = nil
+        var tried: [String] = []
+        for candidate in await Self.candidates(for: configuration) {
+            guard generation == current, state != .stopped else { return }
+            tried.append("\(candidate.serverHost):\(candidate.serverPort)")
+            do {
+                let connection = try await ClientConnection.open(configuration: candidate, tls: tls, group: group) {
+                    ClientStreamHandler.Callbacks(
+                        onEstablished: { jid, features in inbound.yield(.established(generation: current, jid: jid, features: features)) },
+                        onStanza: { stanza in inbound.yield(.stanza(generation: current, stanza)) },
+                        onClosed: { end in inbound.yield(.closed(generation: current, end)) })
+                }
+                if state == .stopped || generation != current {
+                    connection.close()
+                    return
+                }
+                self.connection = connection
                 return
+            } catch {
+                lastError = error
             }
-            self.connection = connection
-        } catch {
-            guard generation == current else { return }
-            connectionEnded(.connectionLost("cannot connect to \(configuration.serverHost):\(configuration.serverPort): \(describe(error))"))
         }
+        guard generation == current else { return }
+        let reason = lastError.map { describe($0) } ?? "no address to try"
+        connectionEnded(.connectionLost("cannot connect to \(tried.joined(separator: ", ")): \(reason)"))
+    }
+
+    /// Where to connect, in order: the configured host, else the domain's SRV records
+    /// (RFC 6120 §3.2.1; `_xmpps-client` for direct TLS, XEP-0368), else the domain itself
+    /// on the default port (§3.2.2).
+    static func candidates(for configuration: ClientConfiguration) async -> [ClientConfiguration] {
+        if configuration.host != nil { return [configuration] }
+        let service = configuration.security == .directTLS ? "_xmpps-client._tcp" : "_xmpp-client._tcp"
+        var candidates: [ClientConfiguration] = []
+        for record in await SRVResolver.lookup(service: service, domain: configuration.jid.domainpart) {
+            var candidate = configuration
+            candidate.host = record.target.hasSuffix(".") ? String(record.target.dropLast()) : record.target
+            candidate.port = Int(record.port)
+            candidates.append(candidate)
+        }
+        candidates.append(configuration)
+        return candidates
     }
 
     private func established(_ jid: JID, features: XMLElement?) {
