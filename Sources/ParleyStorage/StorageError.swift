@@ -12,6 +12,8 @@ public enum StorageError: Error, Sendable, Hashable, CustomStringConvertible {
     case unusableDatabase(String)
     /// `storeOffline` for a user who already has `limit` offline messages.
     case quotaExceeded(limit: Int)
+    /// A reference to an item that does not exist, such as an unknown archive id (XEP-0313).
+    case itemNotFound(String)
 
     public var description: String {
         switch self {
@@ -20,6 +22,7 @@ public enum StorageError: Error, Sendable, Hashable, CustomStringConvertible {
         case .invalidArgument(let reason): "invalid argument: \(reason)"
         case .unusableDatabase(let reason): reason
         case .quotaExceeded(let limit): "offline storage is full (\(limit) messages)"
+        case .itemNotFound(let what): "no such item: \(what)"
         }
     }
 }

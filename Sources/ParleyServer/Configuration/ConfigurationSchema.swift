@@ -28,6 +28,8 @@ enum ConfigurationSchema {
         "registration.min_password_length": .scalar,
         "roster.max_items": .scalar,
         "offline.quota": .scalar,
+        "archive.max_messages_per_user": .scalar,
+        "archive.retention_days": .scalar,
         "limits.max_stanza_bytes": .scalar,
         "limits.max_depth": .scalar,
         "limits.connections_per_ip": .scalar,

@@ -103,6 +103,12 @@ extension ServerConfiguration {
 
         config.roster.maxItems = try values.positiveInt("roster.max_items", default: config.roster.maxItems)
         config.offline.quota = try values.positiveInt("offline.quota", default: config.offline.quota)
+        config.archive.maxMessagesPerUser = try values.int(
+            "archive.max_messages_per_user", default: config.archive.maxMessagesPerUser, in: 0...Int.max,
+            expected: "an integer, 0 for unlimited")
+        config.archive.retentionDays = try values.int(
+            "archive.retention_days", default: config.archive.retentionDays, in: 0...1_000_000,
+            expected: "an integer, 0 to keep messages forever")
 
         try readLimits(values, into: &config.limits)
         try readKeepalive(values, into: &config.keepalive)

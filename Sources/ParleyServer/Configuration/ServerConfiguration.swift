@@ -17,6 +17,7 @@ public struct ServerConfiguration: Sendable, Hashable {
     public var registration = Registration()
     public var roster = Roster()
     public var offline = Offline()
+    public var archive = Archive()
     public var limits = Limits()
     public var keepalive = Keepalive()
     public var sessions = Sessions()
@@ -84,6 +85,15 @@ public struct ServerConfiguration: Sendable, Hashable {
     public struct Offline: Sendable, Hashable {
         /// Messages kept for one account; beyond it senders get `resource-constraint`.
         public var quota = 1000
+        public init() {}
+    }
+
+    /// The message archive (XEP-0313).
+    public struct Archive: Sendable, Hashable {
+        /// Messages kept per account, oldest dropped first; 0 for unlimited.
+        public var maxMessagesPerUser = 10_000
+        /// Messages older than this many days are deleted (checked hourly); 0 keeps them.
+        public var retentionDays = 0
         public init() {}
     }
 

@@ -26,6 +26,27 @@ public typealias PresenceHandler = @Sendable (_ presence: XMLElement, _ sender: 
 /// until it is stored: any later answer to that client then implies the message is safe.
 public typealias UndeliverableMessageHandler = @Sendable (_ message: XMLElement, _ account: JID, _ sender: SessionHandle?) -> Task<Void, Never>?
 
+/// A message on its way between local accounts, as each party sees it: the archive stamps
+/// each copy with the stanza-id of that party's archive (XEP-0359).
+public struct RoutedMessage: Sendable {
+    /// What the recipient's resources get (and received carbons forward).
+    public var forRecipient: XMLElement
+    /// What sent carbons forward to the sender's other resources.
+    public var forSender: XMLElement
+
+    public init(forRecipient: XMLElement, forSender: XMLElement) {
+        self.forRecipient = forRecipient
+        self.forSender = forSender
+    }
+}
+
+/// Sees every message a local session sends to a local account before it is delivered
+/// (archiving, XEP-0313), and returns what to deliver. Runs synchronously, in routing order.
+public typealias MessageArchiver = @Sendable (_ message: XMLElement, _ sender: JID, _ recipient: JID) -> RoutedMessage
+
+/// Told about a message after it was routed, with the sessions it went to (carbons, XEP-0280).
+public typealias MessageCopier = @Sendable (_ message: RoutedMessage, _ sender: SessionHandle, _ recipient: JID, _ deliveredTo: [SessionHandle]) -> Void
+
 public struct IQKey: Sendable, Hashable, CustomStringConvertible {
     public var kind: IQKind
     public var name: String
@@ -52,6 +73,8 @@ public struct ModuleRegistry: Sendable {
     public private(set) var streamFeatures: [XMLElement] = []
     private(set) var presenceHandler: PresenceHandler?
     private(set) var undeliverableMessageHandler: UndeliverableMessageHandler?
+    private(set) var messageArchiver: MessageArchiver?
+    private(set) var messageCopier: MessageCopier?
 
     public init() {}
 
@@ -66,6 +89,16 @@ public struct ModuleRegistry: Sendable {
     public mutating func handleUndeliverableMessages(_ handler: @escaping UndeliverableMessageHandler) throws(Error) {
         if undeliverableMessageHandler != nil { throw .duplicateHandler(.account, "undeliverable messages") }
         undeliverableMessageHandler = handler
+    }
+
+    public mutating func archiveMessages(_ archiver: @escaping MessageArchiver) throws(Error) {
+        if messageArchiver != nil { throw .duplicateHandler(.account, "message archiving") }
+        messageArchiver = archiver
+    }
+
+    public mutating func copyMessages(_ copier: @escaping MessageCopier) throws(Error) {
+        if messageCopier != nil { throw .duplicateHandler(.account, "message copies") }
+        messageCopier = copier
     }
 
     /// An element announced in the stream features after authentication, such as

@@ -79,6 +79,8 @@ public struct SessionPresence: Sendable {
     public var wantsRosterPushes = false
     /// Requested the block list (XEP-0191), so it gets block list pushes.
     public var wantsBlocklistPushes = false
+    /// Enabled message carbons (XEP-0280): gets copies of the account's other chats.
+    public var wantsCarbons = false
     /// Recipients of directed available presence outside any subscription: they get
     /// unavailable presence when the session goes away (RFC 6121 §4.6.3).
     public var directedPresence: Set<JID> = []

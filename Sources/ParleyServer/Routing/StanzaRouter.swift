@@ -116,15 +116,27 @@ public final class StanzaRouter: Sendable {
             bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
             return nil
         }
+        var routed = RoutedMessage(forRecipient: stanza, forSender: stanza)
+        if type != "error", let archiver = modules.messageArchiver {
+            routed = archiver(stanza, sender.jid, to)
+        }
+        let (work, delivered) = deliverMessage(routed.forRecipient, to: to, type: type, from: sender)
+        modules.messageCopier?(routed, sender, to, delivered)
+        return work
+    }
+
+    private func deliverMessage(
+        _ stanza: XMLElement, to: JID, type: String, from sender: SessionHandle
+    ) -> (Task<Void, Never>?, [SessionHandle]) {
         if to.isFull, let target = sessions.session(to) {
             target.deliver(stanza)
-            return nil
+            return (nil, [target])
         }
         // RFC 6121 §8.5.3.2: a full JID with no such resource is treated as the bare JID,
         // except for groupchat, which only makes sense for the exact resource.
         if to.isFull, type == "groupchat" {
             bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
-            return nil
+            return (nil, [])
         }
         return deliverToAccount(stanza, bare: to.bare, type: type, from: sender)
     }
@@ -143,32 +155,33 @@ public final class StanzaRouter: Sendable {
     }
 
     /// RFC 6121 §8.5.2: delivery to a bare JID of a local account.
-    private func deliverToAccount(_ stanza: XMLElement, bare: JID, type: String, from sender: SessionHandle) -> Task<Void, Never>? {
+    private func deliverToAccount(_ stanza: XMLElement, bare: JID, type: String, from sender: SessionHandle) -> (Task<Void, Never>?, [SessionHandle]) {
         let available = sessions.sessions(of: bare).filter { $0.isAvailable && $0.priority >= 0 }
         switch type {
         case "error":
-            if let top = highestPriority(available).first { top.deliver(stanza) }
-            return nil
+            guard let top = highestPriority(available).first else { return (nil, []) }
+            top.deliver(stanza)
+            return (nil, [top])
         case "groupchat":
             bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
-            return nil
+            return (nil, [])
         case "headline":
             for session in available { session.deliver(stanza) }
-            return nil
+            return (nil, available)
         default:
             let targets = highestPriority(available)
             if !targets.isEmpty {
                 for session in targets { session.deliver(stanza) }
-                return nil
+                return (nil, targets)
             }
         }
         // Nobody available: offline storage decides (it knows whether the account exists);
         // without it the error is the same whether or not the account exists (§8.5.2.2.1).
         if let offline = modules.undeliverableMessageHandler {
-            return offline(stanza, bare, sender)
+            return (offline(stanza, bare, sender), [])
         }
         bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
-        return nil
+        return (nil, [])
     }
 
     private func highestPriority(_ sessions: [SessionHandle]) -> [SessionHandle] {

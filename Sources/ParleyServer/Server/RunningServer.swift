@@ -23,6 +23,7 @@ public final class RunningServer: Sendable {
     public let context: ServerContext
     public let storage: SQLiteStorage
     let offline: OfflineModule
+    let archive: ArchiveModule
 
     private let listeners: [any Channel]
     private let tracker: ConnectionTracker
@@ -37,7 +38,7 @@ public final class RunningServer: Sendable {
     private init(
         configuration: ServerConfiguration, c2sAddresses: [SocketAddress], directTLSAddresses: [SocketAddress],
         metricsAddress: SocketAddress?, certificateFingerprint: String?, certificatePath: String, context: ServerContext,
-        storage: SQLiteStorage, offline: OfflineModule, listeners: [any Channel], tracker: ConnectionTracker, background: [Task<Void, Never>],
+        storage: SQLiteStorage, offline: OfflineModule, archive: ArchiveModule, listeners: [any Channel], tracker: ConnectionTracker, background: [Task<Void, Never>],
         stopped: EventLoopPromise<Void>, logger: Logger
     ) {
         self.configuration = configuration
@@ -49,6 +50,7 @@ public final class RunningServer: Sendable {
         self.context = context
         self.storage = storage
         self.offline = offline
+        self.archive = archive
         self.listeners = listeners
         self.tracker = tracker
         self.background = NIOLockedValueBox(background)
@@ -95,9 +97,12 @@ public final class RunningServer: Sendable {
         var rosterLimits = RosterModule.Limits()
         rosterLimits.maxItems = configuration.roster.maxItems
         let roster = RosterModule(rosters: storage, presence: presence, sessions: sessions, limits: rosterLimits)
+        let archive = ArchiveModule(
+            domain: domain, store: storage, maxMessagesPerUser: configuration.archive.maxMessagesPerUser, logger: logger)
+        let carbons = CarbonsModule(sessions: sessions)
         let disco = DiscoModule()
         let modules: [any ServerModule] = [
-            disco, PingModule(), VersionModule(), registration, roster, presence, offline, blocking,
+            disco, PingModule(), VersionModule(), registration, roster, presence, offline, blocking, archive, carbons,
         ]
         var registry = ModuleRegistry()
         for module in modules { try module.register(in: &registry) }
@@ -152,8 +157,21 @@ public final class RunningServer: Sendable {
 
         let watcher = AccountChangeWatcher(feed: storage, sessions: sessions, domain: domain, logger: logger, interval: .seconds(1))
         let authFailures = context.authFailures
+        let retentionDays = configuration.archive.retentionDays
         let background = [
             Task { await watcher.run() },
+            Task {
+                guard retentionDays > 0 else { return }
+                while !Task.isCancelled {
+                    do {
+                        let pruned = try await storage.pruneArchive(before: Date().addingTimeInterval(-Double(retentionDays) * 86_400))
+                        if pruned > 0 { logger.info("pruned the message archive", metadata: ["messages": "\(pruned)"]) }
+                    } catch {
+                        logger.error("cannot prune the message archive", metadata: ["error": "\(error)"])
+                    }
+                    try? await Task.sleep(for: .seconds(3600))
+                }
+            },
             Task {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .seconds(60))
@@ -163,7 +181,7 @@ public final class RunningServer: Sendable {
         ]
         return RunningServer(
             configuration: configuration, c2sAddresses: c2s, directTLSAddresses: direct, metricsAddress: metricsAddress,
-            certificateFingerprint: fingerprint, certificatePath: certificatePath, context: context, storage: storage, offline: offline,
+            certificateFingerprint: fingerprint, certificatePath: certificatePath, context: context, storage: storage, offline: offline, archive: archive,
             listeners: listeners, tracker: tracker, background: background,
             stopped: group.next().makePromise(of: Void.self), logger: logger)
     }
@@ -188,6 +206,7 @@ public final class RunningServer: Sendable {
         for channel in tracker.open { try? await channel.close() }
         // Messages accepted for offline accounts are committed before the process may exit.
         await offline.writer.waitUntilIdle(deadline: ContinuousClock.now + .seconds(5))
+        await archive.writer.waitUntilIdle(deadline: ContinuousClock.now + .seconds(5))
         for task in background.withLockedValue({ $0 }) { task.cancel() }
         logger.info("stopped")
         stopped.succeed(())

@@ -9,6 +9,7 @@ enum SQLiteMigrations {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1", migrate: v1)
         migrator.registerMigration("v2", migrate: v2)
+        migrator.registerMigration("v3", migrate: v3)
         return migrator
     }
 
@@ -108,6 +109,44 @@ enum SQLiteMigrations {
                 CREATE TABLE blocked_jids (
                     account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
                     jid TEXT NOT NULL,
+                    PRIMARY KEY (account_id, jid)
+                ) WITHOUT ROWID;
+                """)
+    }
+
+    /// The message archive (XEP-0313) and its preferences. One row per owner and message, so
+    /// a message between two local users is in both archives; `id` is the archive order.
+    /// A retracted message (XEP-0424) keeps its row with `stanza` cleared.
+    private static func v3(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE archive_messages (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    with_bare TEXT NOT NULL,
+                    from_bare TEXT NOT NULL,
+                    from_jid TEXT NOT NULL,
+                    to_jid TEXT NOT NULL,
+                    stanza_id TEXT NOT NULL,
+                    origin_id TEXT,
+                    stanza TEXT,
+                    archived_at INTEGER NOT NULL,
+                    retracted_at INTEGER
+                );
+                CREATE INDEX archive_messages_account ON archive_messages(account_id, id);
+                CREATE INDEX archive_messages_with ON archive_messages(account_id, with_bare, id);
+                CREATE INDEX archive_messages_time ON archive_messages(account_id, archived_at);
+                CREATE INDEX archive_messages_stanza_id ON archive_messages(account_id, stanza_id);
+                CREATE INDEX archive_messages_origin_id ON archive_messages(account_id, origin_id);
+                CREATE INDEX archive_messages_age ON archive_messages(archived_at);
+                CREATE TABLE archive_preferences (
+                    account_id INTEGER PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+                    default_mode TEXT NOT NULL CHECK (default_mode IN ('always', 'never', 'roster'))
+                );
+                CREATE TABLE archive_preference_jids (
+                    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    jid TEXT NOT NULL,
+                    archive INTEGER NOT NULL,
                     PRIMARY KEY (account_id, jid)
                 ) WITHOUT ROWID;
                 """)

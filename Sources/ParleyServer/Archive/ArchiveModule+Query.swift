@@ -1,0 +1,123 @@
+import Foundation
+import ParleyCore
+import ParleyStorage
+
+/// XEP-0313 §4: querying the archive with a data form (with, start, end) and XEP-0059 paging.
+extension ArchiveModule {
+    func query(_ request: IQRequest, _ responder: IQResponder) {
+        guard request.isToOwnAccount, let username = request.from.localpart, let session = request.session else {
+            return responder.error(StanzaError(.forbidden))
+        }
+        let query: ArchiveQuery
+        do {
+            query = try Self.parse(request.payload)
+        } catch {
+            return responder.error(error)
+        }
+        let queryID = request.payload[attribute: "queryid"]
+        let owner = request.from.bare.description
+        let client = request.from.description
+        responder.answer { [store, writer] in
+            await writer.flush()
+            let page: ArchivePage
+            do {
+                page = try await store.queryArchive(user: username, query)
+            } catch StorageError.itemNotFound {
+                throw StanzaError(.itemNotFound, text: "No message in the archive has that id.")
+            }
+            for message in page.messages {
+                session.deliver(Self.resultMessage(message, queryID: queryID, owner: owner, to: client))
+            }
+            var set = XMLElement("set", namespace: Self.rsmNamespace)
+            if let first = page.messages.first, let last = page.messages.last {
+                var firstElement = XMLElement("first", text: first.stanzaID)
+                if let index = page.firstIndex { firstElement[attribute: "index"] = String(index) }
+                set.append(firstElement)
+                set.append(XMLElement("last", text: last.stanzaID))
+            }
+            set.append(XMLElement("count", text: String(page.count)))
+            var fin = XMLElement("fin", namespace: Self.namespace, ["complete": page.complete ? "true" : "false"])
+            fin.append(set)
+            return fin
+        }
+    }
+
+    static func resultMessage(_ message: ArchivedMessage, queryID: String?, owner: String, to client: String) -> XMLElement {
+        var forwarded = XMLElement("forwarded", namespace: forwardNamespace)
+        forwarded.append(XMLElement("delay", namespace: delayNamespace, ["stamp": OfflineModule.timestamp(message.archivedAt)]))
+        forwarded.append(archivedStanza(message))
+        var result = XMLElement("result", namespace: namespace)
+        if let queryID { result[attribute: "queryid"] = queryID }
+        result[attribute: "id"] = message.stanzaID
+        result.append(forwarded)
+        var envelope = XMLElement("message", namespace: XMLNamespace.client, ["from": owner, "to": client, "id": message.stanzaID])
+        envelope.append(result)
+        return envelope
+    }
+
+    /// The archived message, or for a retracted one its XEP-0424 tombstone: addresses and
+    /// ids only, with `<retracted/>` in place of the content.
+    static func archivedStanza(_ message: ArchivedMessage) -> XMLElement {
+        if let text = message.stanza, let stanza = StoredStanza.parse(text) { return stanza }
+        var tombstone = XMLElement("message", namespace: XMLNamespace.client, ["from": message.from, "to": message.to, "type": "chat"])
+        tombstone.append(
+            XMLElement("retracted", namespace: retractNamespace, ["stamp": OfflineModule.timestamp(message.retractedAt ?? message.archivedAt)]))
+        if let originID = message.originID {
+            tombstone.append(XMLElement("origin-id", namespace: sidNamespace, ["id": originID]))
+        }
+        return tombstone
+    }
+
+    static func parse(_ payload: XMLElement) throws(StanzaError) -> ArchiveQuery {
+        var query = ArchiveQuery(max: defaultPageSize)
+        if let form = payload.firstChild("x", namespace: dataFormsNamespace) {
+            for field in form.children("field", namespace: dataFormsNamespace) {
+                let name = field[attribute: "var"] ?? ""
+                let value = field.firstChild("value", namespace: dataFormsNamespace)?.text ?? ""
+                if value.isEmpty { continue }
+                switch name {
+                case "FORM_TYPE":
+                    guard value == namespace else {
+                        throw StanzaError(.badRequest, text: "The form is not of type \(namespace).")
+                    }
+                case "with":
+                    guard let jid = try? JID(value) else { throw StanzaError(.jidMalformed, text: "'with' is not a JID.") }
+                    query.with = jid.description
+                    query.withIsFull = jid.isFull
+                case "start", "end":
+                    guard let date = parseDate(value) else {
+                        throw StanzaError(.badRequest, text: "'\(name)' is not an XEP-0082 date and time.")
+                    }
+                    if name == "start" { query.start = date } else { query.end = date }
+                default:
+                    throw StanzaError(.badRequest, text: "The field '\(name)' is not supported.")
+                }
+            }
+        }
+        if let set = payload.firstChild("set", namespace: rsmNamespace) {
+            if let max = set.firstChild("max", namespace: rsmNamespace) {
+                guard let value = Int(max.text), value >= 0 else { throw StanzaError(.badRequest, text: "<max/> is a count.") }
+                query.max = value
+            }
+            if let after = set.firstChild("after", namespace: rsmNamespace) {
+                guard !after.text.isEmpty else { throw StanzaError(.badRequest, text: "<after/> names an id.") }
+                query.after = after.text
+            }
+            if let before = set.firstChild("before", namespace: rsmNamespace) { query.before = before.text }
+            if set.firstChild("index", namespace: rsmNamespace) != nil {
+                throw StanzaError(.featureNotImplemented, text: "Paging by index is not supported; use after and before.")
+            }
+        }
+        query.max = min(query.max, maxPageSize)
+        return query
+    }
+
+    static func parseDate(_ text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text)
+    }
+}

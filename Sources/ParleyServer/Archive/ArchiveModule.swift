@@ -1,0 +1,152 @@
+import Foundation
+import Logging
+import ParleyCore
+import ParleyStorage
+
+/// XEP-0313 message archive management (urn:xmpp:mam:2) with XEP-0359 stanza ids and
+/// XEP-0424 retractions. Every archivable message between local accounts gets one row in
+/// the sender's and one in the recipient's archive, in routing order, and carries the
+/// stanza-id of the archive of whoever receives that copy.
+public final class ArchiveModule: ServerModule, Sendable {
+    public static let namespace = "urn:xmpp:mam:2"
+    static let sidNamespace = "urn:xmpp:sid:0"
+    static let forwardNamespace = "urn:xmpp:forward:0"
+    static let delayNamespace = "urn:xmpp:delay"
+    static let rsmNamespace = "http://jabber.org/protocol/rsm"
+    static let dataFormsNamespace = "jabber:x:data"
+    static let retractNamespace = "urn:xmpp:message-retract:1"
+    static let hintsNamespace = "urn:xmpp:hints"
+    static let receiptsNamespace = "urn:xmpp:receipts"
+    static let markersNamespace = "urn:xmpp:chat-markers:0"
+    /// The largest page a query gets, whatever `max` it asks for (XEP-0059 §2.1 lets the
+    /// responder return fewer).
+    static let maxPageSize = 250
+    static let defaultPageSize = 50
+
+    let domain: JID
+    let store: any ArchiveStore
+    let writer: ArchiveWriter
+    let logger: Logger
+
+    public init(domain: JID, store: any ArchiveStore, maxMessagesPerUser: Int, logger: Logger) {
+        self.domain = domain
+        self.store = store
+        self.logger = logger
+        self.writer = ArchiveWriter(store: store, maxPerUser: maxMessagesPerUser > 0 ? maxMessagesPerUser : nil, logger: logger)
+    }
+
+    public func register(in registry: inout ModuleRegistry) throws(ModuleRegistry.Error) {
+        try registry.handle(.set, "query", namespace: Self.namespace, for: .account) { [self] request, responder in
+            query(request, responder)
+        }
+        try registry.handle(.get, "prefs", namespace: Self.namespace, for: .account, advertise: false) { [self] request, responder in
+            preferences(request, responder, change: false)
+        }
+        try registry.handle(.set, "prefs", namespace: Self.namespace, for: .account, advertise: false) { [self] request, responder in
+            preferences(request, responder, change: true)
+        }
+        registry.advertise(Self.sidNamespace, for: .account)
+        try registry.archiveMessages { [self] message, sender, recipient in
+            stamp(message, from: sender, to: recipient)
+        }
+    }
+
+    /// Waits until every message routed so far is in the archive.
+    public func flush() async {
+        await writer.flush()
+    }
+
+    // MARK: Archiving
+
+    /// Which messages are archived (XEP-0313 §5.1.1, XEP-0334): chat and normal messages with
+    /// a body, and those carrying a delivery receipt, a chat marker, a retraction or a
+    /// `<store/>` hint; never one marked `<no-store/>` or `<no-permanent-store/>`. Chat states
+    /// alone are not archived.
+    static func isArchivable(_ message: XMLElement) -> Bool {
+        let type = message.type ?? "normal"
+        guard type == "chat" || type == "normal" else { return false }
+        if message.firstChild("no-store", namespace: hintsNamespace) != nil
+            || message.firstChild("no-permanent-store", namespace: hintsNamespace) != nil
+        {
+            return false
+        }
+        return message.firstChild("body") != nil
+            || message.firstChild("store", namespace: hintsNamespace) != nil
+            || message.firstChild("received", namespace: receiptsNamespace) != nil
+            || message.firstChild("retract", namespace: retractNamespace) != nil
+            || message.elements.contains { $0.namespace == markersNamespace && $0.name != "markable" }
+    }
+
+    func stamp(_ message: XMLElement, from sender: JID, to recipient: JID) -> RoutedMessage {
+        let senderArchive = sender.bare.description
+        let recipientArchive = recipient.bare.description
+        var clean = message
+        // XEP-0359 §3.3: a stanza-id claiming to come from one of these archives was forged.
+        clean.removeChildren {
+            $0.name == "stanza-id" && $0.namespace == Self.sidNamespace
+                && ($0[attribute: "by"] == senderArchive || $0[attribute: "by"] == recipientArchive)
+        }
+        guard Self.isArchivable(clean), let senderUser = sender.localpart, let recipientUser = recipient.localpart else {
+            return RoutedMessage(forRecipient: clean, forSender: clean)
+        }
+        let id = UUID().uuidString.lowercased()
+        var forRecipient = clean
+        forRecipient.append(XMLElement("stanza-id", namespace: Self.sidNamespace, ["id": id, "by": recipientArchive]))
+        var forSender = clean
+        forSender.append(XMLElement("stanza-id", namespace: Self.sidNamespace, ["id": id, "by": senderArchive]))
+
+        let originID = clean.firstChild("origin-id", namespace: Self.sidNamespace)?[attribute: "id"]
+        let retracts = clean.firstChild("retract", namespace: Self.retractNamespace)?[attribute: "id"]
+        let from = message.from ?? sender.description
+        let to = message.to ?? recipient.description
+        let now = Date()
+        var entries = [
+            ArchiveEntry(
+                owner: senderUser, with: recipientArchive, from: from, to: to, stanzaID: id, originID: originID,
+                stanza: StoredStanza.serialize(forSender), archivedAt: now, retracts: retracts)
+        ]
+        if recipientArchive != senderArchive {
+            entries.append(
+                ArchiveEntry(
+                    owner: recipientUser, with: senderArchive, from: from, to: to, stanzaID: id, originID: originID,
+                    stanza: StoredStanza.serialize(forRecipient), archivedAt: now, retracts: retracts))
+        }
+        writer.enqueue(entries)
+        return RoutedMessage(forRecipient: forRecipient, forSender: forSender)
+    }
+
+    // MARK: Preferences
+
+    private func preferences(_ request: IQRequest, _ responder: IQResponder, change: Bool) {
+        guard request.isToOwnAccount, let username = request.from.localpart else {
+            return responder.error(StanzaError(.forbidden))
+        }
+        var wanted: ArchivePreferences?
+        if change {
+            let payload = request.payload
+            guard let mode = payload[attribute: "default"].flatMap(ArchivePreferences.Default.init(rawValue:)) else {
+                return responder.error(StanzaError(.badRequest, text: "'default' is one of always, never, roster."))
+            }
+            func jids(_ list: String) -> [String]? {
+                var result: [String] = []
+                for item in payload.firstChild(list, namespace: Self.namespace)?.children("jid", namespace: Self.namespace) ?? [] {
+                    guard let jid = try? JID(item.text) else { return nil }
+                    result.append(jid.bare.description)
+                }
+                return result
+            }
+            guard let always = jids("always"), let never = jids("never") else {
+                return responder.error(StanzaError(.jidMalformed, text: "A preference names an invalid JID."))
+            }
+            wanted = ArchivePreferences(defaultMode: mode, always: always, never: never)
+        }
+        responder.answer { [store, wanted] in
+            if let wanted { try await store.setArchivePreferences(wanted, of: username) }
+            let current = try await store.archivePreferences(of: username)
+            var prefs = XMLElement("prefs", namespace: Self.namespace, ["default": current.defaultMode.rawValue])
+            prefs.append(XMLElement("always", children: current.always.map { .element(XMLElement("jid", text: $0)) }))
+            prefs.append(XMLElement("never", children: current.never.map { .element(XMLElement("jid", text: $0)) }))
+            return prefs
+        }
+    }
+}

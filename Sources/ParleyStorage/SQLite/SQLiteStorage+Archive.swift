@@ -1,0 +1,195 @@
+import Foundation
+import GRDB
+
+extension SQLiteStorage: ArchiveStore {
+    public func archive(_ entries: [ArchiveEntry], maxPerUser: Int?) async throws {
+        guard !entries.isEmpty else { return }
+        try await pool.write { db in
+            var accounts: [String: Int64?] = [:]
+            var preferences: [Int64: ArchivePreferences] = [:]
+            var touched: Set<Int64> = []
+            let insert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO archive_messages
+                        (account_id, with_bare, from_bare, from_jid, to_jid, stanza_id, origin_id, stanza, archived_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """)
+            let retract = try db.cachedStatement(
+                sql: """
+                    UPDATE archive_messages SET stanza = NULL, retracted_at = ?
+                    WHERE account_id = ? AND from_bare = ? AND (stanza_id = ? OR origin_id = ?) AND retracted_at IS NULL
+                    """)
+            for entry in entries {
+                let cached = try accounts[entry.owner] ?? Self.accountID(of: entry.owner, in: db)
+                accounts[entry.owner] = cached
+                guard let accountID = cached else { continue }
+                let fromBare = Self.bare(entry.from)
+                if let target = entry.retracts {
+                    try retract.execute(arguments: [Self.milliseconds(entry.archivedAt), accountID, fromBare, target, target])
+                }
+                if preferences[accountID] == nil { preferences[accountID] = try Self.preferences(of: accountID, in: db) }
+                guard try Self.shouldArchive(with: entry.with, preferences: preferences[accountID]!, accountID: accountID, in: db) else {
+                    continue
+                }
+                try insert.execute(arguments: [
+                    accountID, entry.with, fromBare, entry.from, entry.to, entry.stanzaID, entry.originID, entry.stanza,
+                    Self.milliseconds(entry.archivedAt),
+                ])
+                touched.insert(accountID)
+            }
+            if let maxPerUser {
+                let trim = try db.cachedStatement(
+                    sql: """
+                        DELETE FROM archive_messages WHERE account_id = ? AND id <= (
+                            SELECT id FROM archive_messages WHERE account_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)
+                        """)
+                for accountID in touched {
+                    try trim.execute(arguments: [accountID, accountID, max(maxPerUser, 0)])
+                }
+            }
+        }
+    }
+
+    public func queryArchive(user: String, _ query: ArchiveQuery) async throws -> ArchivePage {
+        try await pool.read { db in
+            guard let accountID = try Self.accountID(of: user, in: db) else {
+                return ArchivePage(messages: [], complete: true, count: 0, firstIndex: nil)
+            }
+            var filter = "account_id = ?"
+            var arguments: StatementArguments = [accountID]
+            if let with = query.with {
+                if query.withIsFull {
+                    filter += " AND (from_jid = ? OR to_jid = ?)"
+                    arguments += [with, with]
+                } else {
+                    filter += " AND with_bare = ?"
+                    arguments += [with]
+                }
+            }
+            if let start = query.start {
+                filter += " AND archived_at >= ?"
+                arguments += [Self.milliseconds(start)]
+            }
+            if let end = query.end {
+                filter += " AND archived_at <= ?"
+                arguments += [Self.milliseconds(end)]
+            }
+            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM archive_messages WHERE \(filter)", arguments: arguments) ?? 0
+
+            func position(of stanzaID: String) throws -> Int64 {
+                guard
+                    let position = try Int64.fetchOne(
+                        db, sql: "SELECT id FROM archive_messages WHERE account_id = ? AND stanza_id = ? ORDER BY id LIMIT 1",
+                        arguments: [accountID, stanzaID])
+                else { throw StorageError.itemNotFound("archive id '\(stanzaID)'") }
+                return position
+            }
+            var paged = filter
+            var pagedArguments = arguments
+            if let after = query.after {
+                paged += " AND id > ?"
+                pagedArguments += [try position(of: after)]
+            }
+            let backwards = query.before != nil
+            if let before = query.before, !before.isEmpty {
+                paged += " AND id < ?"
+                pagedArguments += [try position(of: before)]
+            }
+            let limit = max(query.max, 0)
+            let columns = "id, stanza_id, origin_id, from_jid, to_jid, stanza, archived_at, retracted_at"
+            var rows = try Row.fetchAll(
+                db,
+                sql: "SELECT \(columns) FROM archive_messages WHERE \(paged) ORDER BY id \(backwards ? "DESC" : "ASC") LIMIT ?",
+                arguments: pagedArguments + [limit + 1])
+            let complete = rows.count <= limit
+            rows = Array(rows.prefix(limit))
+            if backwards { rows.reverse() }
+            let messages = rows.map { row in
+                ArchivedMessage(
+                    position: row["id"], stanzaID: row["stanza_id"], originID: row["origin_id"], from: row["from_jid"],
+                    to: row["to_jid"], stanza: row["stanza"], archivedAt: Self.date(milliseconds: row["archived_at"]),
+                    retractedAt: (row["retracted_at"] as Int64?).map(Self.date(milliseconds:)))
+            }
+            var firstIndex: Int?
+            if let first = messages.first {
+                firstIndex = try Int.fetchOne(
+                    db, sql: "SELECT COUNT(*) FROM archive_messages WHERE \(filter) AND id < ?", arguments: arguments + [first.position])
+            }
+            return ArchivePage(messages: messages, complete: complete, count: count, firstIndex: firstIndex)
+        }
+    }
+
+    public func archivePreferences(of user: String) async throws -> ArchivePreferences {
+        try await pool.read { db in
+            guard let accountID = try Self.accountID(of: user, in: db) else { return ArchivePreferences() }
+            return try Self.preferences(of: accountID, in: db)
+        }
+    }
+
+    public func setArchivePreferences(_ preferences: ArchivePreferences, of user: String) async throws {
+        try await pool.write { db in
+            let accountID = try Self.existingAccountID(of: user, in: db)
+            try db.execute(
+                sql: """
+                    INSERT INTO archive_preferences (account_id, default_mode) VALUES (?, ?)
+                    ON CONFLICT (account_id) DO UPDATE SET default_mode = excluded.default_mode
+                    """, arguments: [accountID, preferences.defaultMode.rawValue])
+            try db.execute(sql: "DELETE FROM archive_preference_jids WHERE account_id = ?", arguments: [accountID])
+            let insert = try db.cachedStatement(
+                sql: "INSERT INTO archive_preference_jids (account_id, jid, archive) VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET archive = excluded.archive")
+            // A JID in both lists is never archived: the stricter choice wins.
+            for jid in preferences.always { try insert.execute(arguments: [accountID, jid, 1]) }
+            for jid in preferences.never { try insert.execute(arguments: [accountID, jid, 0]) }
+        }
+    }
+
+    @discardableResult
+    public func pruneArchive(before date: Date) async throws -> Int {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM archive_messages WHERE archived_at < ?", arguments: [Self.milliseconds(date)])
+            return db.changesCount
+        }
+    }
+
+    // MARK: Helpers
+
+    static func preferences(of accountID: Int64, in db: Database) throws -> ArchivePreferences {
+        let mode = try String.fetchOne(
+            db, sql: "SELECT default_mode FROM archive_preferences WHERE account_id = ?", arguments: [accountID])
+        var preferences = ArchivePreferences(defaultMode: mode.flatMap(ArchivePreferences.Default.init(rawValue:)) ?? .always)
+        for row in try Row.fetchAll(
+            db, sql: "SELECT jid, archive FROM archive_preference_jids WHERE account_id = ? ORDER BY jid", arguments: [accountID])
+        {
+            let archive: Bool = row["archive"]
+            if archive { preferences.always.append(row["jid"]) } else { preferences.never.append(row["jid"]) }
+        }
+        return preferences
+    }
+
+    /// XEP-0313 §6: the lists decide first, then the default (`roster`: the contact is in
+    /// the owner's roster).
+    static func shouldArchive(with contact: String, preferences: ArchivePreferences, accountID: Int64, in db: Database) throws -> Bool {
+        if preferences.never.contains(contact) { return false }
+        if preferences.always.contains(contact) { return true }
+        switch preferences.defaultMode {
+        case .always: return true
+        case .never: return false
+        case .roster:
+            return try Bool.fetchOne(
+                db, sql: "SELECT EXISTS (SELECT 1 FROM roster_items WHERE account_id = ? AND contact = ?)",
+                arguments: [accountID, contact]) ?? false
+        }
+    }
+
+    static func bare(_ jid: String) -> String {
+        jid.firstIndex(of: "/").map { String(jid[..<$0]) } ?? jid
+    }
+
+    static func milliseconds(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+    }
+
+    static func date(milliseconds: Int64) -> Date {
+        Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+    }
+}
