@@ -120,6 +120,13 @@ extension ServerConfiguration {
             expected: "an integer, 0 for unlimited")
         config.sessions.singleDevice = try values.bool("sessions.single_device", default: config.sessions.singleDevice)
 
+        config.streamManagement.enabled = try values.bool(
+            "stream_management.enabled", default: config.streamManagement.enabled)
+        config.streamManagement.resumeTimeout = try values.seconds(
+            "stream_management.resume_timeout", default: config.streamManagement.resumeTimeout, allowZero: true)
+        config.streamManagement.maxUnacked = try values.positiveInt(
+            "stream_management.max_unacked", default: config.streamManagement.maxUnacked)
+
         config.shutdown.gracePeriod = try values.seconds(
             "shutdown.grace_period", default: config.shutdown.gracePeriod, allowZero: true)
 

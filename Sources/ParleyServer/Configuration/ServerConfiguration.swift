@@ -21,6 +21,7 @@ public struct ServerConfiguration: Sendable, Hashable {
     public var limits = Limits()
     public var keepalive = Keepalive()
     public var sessions = Sessions()
+    public var streamManagement = StreamManagement()
     public var shutdown = Shutdown()
     public var metrics = Metrics()
     public var storage = Storage()
@@ -138,6 +139,18 @@ public struct ServerConfiguration: Sendable, Hashable {
         public var maxPerAccount = 0
         /// A new session of an account ends all its other sessions.
         public var singleDevice = false
+        public init() {}
+    }
+
+    /// XEP-0198 stream management: acknowledgements and resumption.
+    public struct StreamManagement: Sendable, Hashable {
+        /// Offers `<sm xmlns='urn:xmpp:sm:3'/>` after authentication.
+        public var enabled = true
+        /// How long a resumable session whose connection dropped waits for its client.
+        public var resumeTimeout: Duration = .seconds(300)
+        /// Stanzas sent and not yet acknowledged that one session may hold; beyond it the
+        /// session ends (its messages go to offline storage).
+        public var maxUnacked = 1000
         public init() {}
     }
 

@@ -8,7 +8,8 @@ import ParleyStorage
 /// XEP-0160 offline messages: chat and normal messages for an account with no available
 /// resource are stored durably, stamped with XEP-0203 `<delay/>`, and delivered in order at
 /// the next available presence with non-negative priority. A stored message is deleted only
-/// once it was written to a session; if the session dies first, it stays for the next one.
+/// once it was written to a session (with XEP-0198 stream management: once the client
+/// acknowledged it); if the session dies first, it stays for the next one.
 /// A message whose write completes when the account already has an available resource (it
 /// became available while the message was on its way to the store, so its initial delivery
 /// may have read the store too early) is delivered right away instead of waiting for the
@@ -91,13 +92,15 @@ public final class OfflineModule: ServerModule, Sendable {
     }
 
     /// Sends every stored message to a session that just became available, oldest first,
-    /// deleting each batch only after it was handed to the session's socket.
+    /// deleting each batch only after it was handed to the session's socket (or, with
+    /// XEP-0198, acknowledged). Returns once the first batch is on its way to the session:
+    /// waiting for acknowledgements here would hold the session's own stanzas, its `<a/>`
+    /// among them.
     public func deliver(to session: SessionHandle) async {
         guard let username = session.jid.localpart else { return }
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             deliveries.enqueue(username) { [self] in
-                await deliverStored(to: session, username: username)
-                done.resume()
+                await deliverStored(to: session, username: username) { done.resume() }
             }
         }
     }
@@ -111,7 +114,9 @@ public final class OfflineModule: ServerModule, Sendable {
         deliveries.enqueue(username) { [self] in await deliverStored(to: target, username: username) }
     }
 
-    private func deliverStored(to session: SessionHandle, username: String) async {
+    private func deliverStored(to session: SessionHandle, username: String, handedOver: (@Sendable () -> Void)? = nil) async {
+        var handedOver = handedOver
+        defer { handedOver?() }
         // A message accepted for storage just before the session became available may not
         // be written yet; reading before it is would leave it stored while the user is online.
         await writer.waitForAccepted()
@@ -135,6 +140,8 @@ public final class OfflineModule: ServerModule, Sendable {
                 session.deliver(stanza, written: promise)
                 written.append((message.id, promise.futureResult))
             }
+            handedOver?()
+            handedOver = nil
             var delivered: [Int64] = []
             for (id, future) in written {
                 guard (try? await future.get()) != nil else { break }

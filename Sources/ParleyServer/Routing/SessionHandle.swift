@@ -9,7 +9,8 @@ public final class SessionHandle: Sendable, Hashable, CustomStringConvertible {
     public let id: UInt64
     public let remoteAddress: String
     let eventLoop: any EventLoop
-    /// Completes when the session's connection has closed.
+    /// Completes when the session has ended for good: its connection closed, or, for a
+    /// resumable session (XEP-0198), it was not resumed in time or was ended some other way.
     public let closeFuture: EventLoopFuture<Void>
     private let state: NIOLockedValueBox<SessionPresence>
     private let sink: @Sendable (SessionDelivery) -> Void
@@ -44,9 +45,9 @@ public final class SessionHandle: Sendable, Hashable, CustomStringConvertible {
         sink(.stanza(stanza))
     }
 
-    /// Like `deliver`, but `written` completes once the stanza was handed to the socket, or
-    /// fails if the session ended first: for deliveries whose source may only then forget
-    /// the stanza (offline storage).
+    /// Like `deliver`, but `written` completes once the stanza was handed to the socket (with
+    /// XEP-0198 enabled: once the client acknowledged it), or fails if the session ended
+    /// first: for deliveries whose source may only then forget the stanza (offline storage).
     public func deliver(_ stanza: XMLElement, written: EventLoopPromise<Void>) {
         sink(.confirmed(stanza, written))
     }

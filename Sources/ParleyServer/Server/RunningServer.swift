@@ -101,9 +101,10 @@ public final class RunningServer: Sendable {
             domain: domain, store: storage, maxMessagesPerUser: configuration.archive.maxMessagesPerUser, logger: logger)
         let carbons = CarbonsModule(sessions: sessions)
         let disco = DiscoModule()
-        let modules: [any ServerModule] = [
+        var modules: [any ServerModule] = [
             disco, PingModule(), VersionModule(), registration, roster, presence, offline, blocking, archive, carbons,
         ]
+        if configuration.streamManagement.enabled { modules.append(StreamManagementModule()) }
         var registry = ModuleRegistry()
         for module in modules { try module.register(in: &registry) }
         disco.publish(from: registry)
@@ -204,6 +205,8 @@ public final class RunningServer: Sendable {
             try? await Task.sleep(for: .milliseconds(20))
         }
         for channel in tracker.open { try? await channel.close() }
+        // Sessions waiting for resumption end now; their unacknowledged messages go offline.
+        for session in context.resumption.all { session.end(reason: "server shutdown") }
         // Messages accepted for offline accounts are committed before the process may exit.
         await offline.writer.waitUntilIdle(deadline: ContinuousClock.now + .seconds(5))
         await archive.writer.waitUntilIdle(deadline: ContinuousClock.now + .seconds(5))
@@ -239,5 +242,10 @@ extension C2SPolicy {
         onSameResource = configuration.sessions.onSameResource == .reject ? .reject : .replace
         maxSessionsPerAccount = configuration.sessions.maxPerAccount
         singleDevice = configuration.sessions.singleDevice
+        if configuration.streamManagement.enabled {
+            streamManagement = StreamManagement(
+                resumeTimeout: TimeAmount(configuration.streamManagement.resumeTimeout),
+                maxUnacked: configuration.streamManagement.maxUnacked)
+        }
     }
 }

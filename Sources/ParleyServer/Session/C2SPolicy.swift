@@ -27,6 +27,23 @@ public struct C2SPolicy: Sendable {
     public var singleDevice = false
     /// Time allowed for replaced sessions to end before a new bind completes anyway.
     public var replacementTimeout: TimeAmount = .seconds(5)
+    /// XEP-0198, when offered.
+    public var streamManagement: StreamManagement?
+
+    public struct StreamManagement: Sendable {
+        /// 0: acknowledgements only, no resumption.
+        public var resumeTimeout: TimeAmount
+        public var maxUnacked: Int
+        /// The server asks for an acknowledgement after this many unacknowledged stanzas…
+        public var requestAfterStanzas = 5
+        /// …or this long after the first one.
+        public var requestAfter: TimeAmount = .seconds(1)
+
+        public init(resumeTimeout: TimeAmount, maxUnacked: Int) {
+            self.resumeTimeout = resumeTimeout
+            self.maxUnacked = maxUnacked
+        }
+    }
 
     public init(domain: JID) {
         self.domain = domain

@@ -44,7 +44,9 @@ extension C2SSessionHandler {
                 element.errorReply(
                     StanzaError(.resourceConstraint, text: "This account already has \(existing.count) sessions, the most allowed.")) ?? element)
         }
-        let handle = makeHandle(jid: jid, context: context)
+        let (handle, session) = makeHandle(jid: jid, user: username, context: context)
+        pendingSession?.discard()
+        pendingSession = session
         // The usual case, nothing to replace: bind now. Waiting (below) costs a task, a task
         // group and a cancelled 5-second sleep per login.
         if replaced.isEmpty {
@@ -68,15 +70,19 @@ extension C2SSessionHandler {
     }
 
     private func completeBind(_ handle: SessionHandle, request: XMLElement, replacing: [SessionHandle]) {
+        guard let session = pendingSession else { return }
+        pendingSession = nil
         if let conflict = server.sessions.bind(handle, replacing: Set(replacing), maxPerAccount: server.policy.maxSessionsPerAccount) {
             let error: StanzaError
             switch conflict {
             case .resourceInUse: error = StanzaError(.conflict, text: "This resource was taken by another login meanwhile.")
             case .tooManySessions: error = StanzaError(.resourceConstraint, text: "This account has the most sessions allowed.")
             }
+            session.discard()
             return send(request.errorReply(error) ?? request)
         }
         cancelUnauthenticatedTimer()
+        boundSession = session
         phase = .bound(handle)
         server.events.publish(.sessionBound(handle))
         sessionStart = .now()
@@ -91,64 +97,76 @@ extension C2SSessionHandler {
         send(reply)
     }
 
-    private func makeHandle(jid: JID, context: ChannelHandlerContext) -> SessionHandle {
-        let eventLoop = context.eventLoop
-        let loopBound = NIOLoopBound(self, eventLoop: eventLoop)
-        return SessionHandle(
-            jid: jid, id: server.makeSessionID(), remoteAddress: remoteAddress, eventLoop: eventLoop,
-            closeFuture: context.channel.closeFuture
+    private func makeHandle(jid: JID, user: String, context: ChannelHandlerContext) -> (SessionHandle, BoundSession) {
+        let session = BoundSession(server: server, user: user, attachment: attachment(context), logger: logger)
+        let handle = SessionHandle(
+            jid: jid, id: server.makeSessionID(), remoteAddress: remoteAddress, eventLoop: context.eventLoop,
+            closeFuture: session.endedFuture
         ) { delivery in
-            if eventLoop.inEventLoop {
-                loopBound.value.receive(delivery)
-            } else {
-                eventLoop.execute { loopBound.value.receive(delivery) }
-            }
+            session.dispatch(delivery)
         }
+        session.setHandle(handle)
+        return (handle, session)
+    }
+
+    func attachment(_ context: ChannelHandlerContext) -> BoundSession.Attachment {
+        BoundSession.Attachment(id: ObjectIdentifier(self), handler: NIOLoopBound(self, eventLoop: context.eventLoop), eventLoop: context.eventLoop)
     }
 
     private func generatedResource() -> String {
         "parley-" + makeStreamID().prefix(12)
     }
 
-    /// A stanza or order from elsewhere in the server for this session.
+    /// A stanza or order from elsewhere in the server for this session, on this loop.
     func receive(_ delivery: SessionDelivery) {
-        guard case .bound = phase else {
-            // The session ended after the router picked it: messages go elsewhere instead.
-            switch delivery {
-            case .stanza(let stanza) where stanza.name == "message":
-                redeliver(stanza)
-            case .confirmed(_, let written):
-                written.fail(ChannelError.ioOnClosedChannel)
-            default:
-                break
-            }
+        guard let session = boundSession else {
+            if case .confirmed(_, let written) = delivery { written.fail(ChannelError.ioOnClosedChannel) }
             return
         }
-        switch delivery {
-        case .stanza(let stanza):
-            sendSoon(stanza)
-        case .confirmed(let stanza, let written):
-            server.metrics.stanzaOut(stanza.name)
-            context?.write(wrapOutboundOut(.element(stanza)), promise: written)
-            scheduleFlush()
-        case .terminate(let error):
-            fail(error)
+        switch session.record(delivery, by: ObjectIdentifier(self)) {
+        case .ended:
+            session.handOn(delivery)
+        case .notAttached:
+            // Resumed on another connection meanwhile: it goes there (or waits for one).
+            session.dispatch(delivery)
+        case .overflow:
+            fail(StreamError(.resourceConstraint, text: "Too many stanzas were left unacknowledged."))
+        case .send(let managed):
+            switch delivery {
+            case .stanza(let stanza):
+                sendSoon(stanza)
+            case .confirmed(let stanza, let written):
+                if managed {
+                    // Deleted from storage when the client acknowledges it, not when written.
+                    sendSoon(stanza)
+                } else {
+                    server.metrics.stanzaOut(stanza.name)
+                    context?.write(wrapOutboundOut(.element(stanza)), promise: written)
+                    scheduleFlush()
+                }
+            case .terminate(let error):
+                return fail(error)
+            }
+            if managed { sentManagedStanza() }
         }
     }
 
-    private func redeliver(_ message: XMLElement) {
-        guard let to = message.to.flatMap({ try? JID($0) }) else { return }
-        server.router.redeliver(message, account: to.bare)
-    }
-
-    /// Takes the session out of routing and logs its end, once, whatever ended it.
-    func endSession(reason: String) {
-        guard case .bound(let handle) = phase else { return }
+    /// Takes the connection out of its session, once, whatever ended it. A resumable session
+    /// (XEP-0198) whose connection failed is detached and waits for its client; otherwise it
+    /// ends for good (out of routing, unacknowledged messages handed on).
+    func endSession(reason: String, resumable: Bool = false) {
+        guard case .bound = phase else { return }
         phase = .closed
-        server.sessions.unbind(handle)
-        server.events.publish(.sessionEnded(handle))
-        server.metrics.sessionsAuthenticated.decrement()
-        let seconds = (NIODeadline.now() - sessionStart).nanoseconds / 1_000_000_000
-        logger.info("session ended", metadata: ["reason": "\(reason)", "duration_s": "\(seconds)"])
+        ackRequestTimer?.cancel()
+        ackRequestTimer = nil
+        guard let session = boundSession else { return }
+        switch session.release(from: ObjectIdentifier(self), detach: resumable) {
+        case .notAttached:
+            logger.debug("connection closed; its session continues on another one", metadata: ["reason": "\(reason)"])
+        case .detached:
+            logger.info("session detached, waiting for resumption", metadata: ["reason": "\(reason)"])
+        case .ending:
+            session.end(reason: reason)
+        }
     }
 }

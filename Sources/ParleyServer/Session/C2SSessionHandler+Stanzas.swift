@@ -8,6 +8,8 @@ extension C2SSessionHandler {
         guard element.isStanza, element.namespace == XMLNamespace.client else {
             return fail(StreamError(.unsupportedStanzaType, text: "<\(element.name)/> in '\(element.namespace ?? "")' is not a stanza."))
         }
+        // XEP-0198 counts it; a connection whose session was resumed elsewhere is ignored.
+        if let session = boundSession, !session.countInbound(by: ObjectIdentifier(self)) { return }
         server.metrics.stanzaIn(element.name)
         shapeRate()
         var stanza = element

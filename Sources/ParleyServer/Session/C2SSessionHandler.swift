@@ -56,6 +56,14 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var flushScheduled = false
     var pendingServerPings: Set<String> = []
     var sessionStart = NIODeadline.now()
+    /// The session this connection holds (from bind or resumption on); it may outlive the
+    /// connection (XEP-0198).
+    var boundSession: BoundSession?
+    /// Made for a bind that has not completed yet.
+    var pendingSession: BoundSession?
+    /// XEP-0198: stanzas sent since the server last asked for an acknowledgement.
+    var unackedSinceRequest = 0
+    var ackRequestTimer: Scheduled<Void>?
 
     init(server: ServerContext, remoteAddress: String, directTLS: Bool) {
         self.server = server
@@ -124,8 +132,10 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
             server.connectionLimiter.release(address: remoteAddress)
             server.metrics.connectionsOpen.decrement()
         }
-        endSession(reason: "connection closed")
+        endSession(reason: "connection closed", resumable: true)
         phase = .closed
+        pendingSession?.discard()
+        pendingSession = nil
         context.fireChannelInactive()
     }
 
@@ -168,10 +178,10 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
             fail(streamError)
         case let tlsError as TLSError:
             logger.info("TLS failed", metadata: ["error": "\(tlsError)"])
-            closeNow(reason: "TLS failed: \(tlsError)")
+            closeNow(reason: "TLS failed: \(tlsError)", resumable: true)
         default:
             logger.debug("connection error", metadata: ["error": "\(error)"])
-            closeNow(reason: "connection error: \(error)")
+            closeNow(reason: "connection error: \(error)", resumable: true)
         }
     }
 
@@ -199,8 +209,10 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .authenticating(let exchange):
             continueAuthentication(exchange, with: element)
         case .awaitingBind:
+            if isStreamManagement(element) { return streamManagementBeforeBind(element) }
             bindOrRefuse(element)
         case .bound(let handle):
+            if isStreamManagement(element), let session = boundSession { return streamManagement(element, session: session) }
             receivedStanza(element, from: handle)
         }
     }
@@ -279,7 +291,7 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Sends a stream error and closes (RFC 6120 §4.9.1.1); for a stream with no header yet
     /// the encoder opens one first.
-    func fail(_ error: StreamError) {
+    func fail(_ error: StreamError, applicationCondition: XMLElement? = nil) {
         guard !isClosed else { return }
         server.metrics.streamError(error.condition)
         logger.info("stream error", metadata: ["condition": "\(error.condition.rawValue)", "text": "\(error.text ?? "")"])
@@ -287,8 +299,17 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
             write(.open(StreamOpening(from: server.policy.domain.description, id: makeStreamID())))
             responseHeaderSent = true
         }
-        endSession(reason: error.description)
-        finish(with: .error(error))
+        // An idle timeout is the network failing, not the client leaving: the session may
+        // be resumed (XEP-0198).
+        endSession(reason: error.description, resumable: error.condition == .connectionTimeout)
+        if let applicationCondition {
+            var element = error.element
+            element.append(applicationCondition)
+            write(.element(element))
+            finish(with: .close)
+        } else {
+            finish(with: .error(error))
+        }
     }
 
     /// Writes the last thing this side says on the stream, then closes once it is out.
@@ -296,6 +317,7 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
         guard let context else { return }
         phase = .closed
         unauthenticatedTimer?.cancel()
+        ackRequestTimer?.cancel()
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(output)).whenComplete { _ in
             channel.close(promise: nil)
@@ -306,8 +328,8 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Closes without a last word. A bound session leaves routing here: once the phase is
     /// `closed`, `channelInactive` can no longer find its handle to unbind it.
-    func closeNow(reason: String = "connection closed") {
-        endSession(reason: reason)
+    func closeNow(reason: String = "connection closed", resumable: Bool = false) {
+        endSession(reason: reason, resumable: resumable)
         phase = .closed
         context?.close(promise: nil)
     }

@@ -20,6 +20,8 @@ public final class ServerContext: Sendable {
     /// Post-authentication stream features that modules announce.
     public let streamFeatures: [XMLElement]
     public let logger: Logger
+    /// Resumable sessions (XEP-0198) by id.
+    let resumption = ResumptionRegistry()
     /// Keys the fake SCRAM salts of unknown users, so they are stable across attempts
     /// (a changing salt would reveal that the user does not exist). Random per process.
     let unknownUserSecret: [UInt8]

@@ -1,0 +1,133 @@
+import NIOCore
+import ParleyCore
+
+/// XEP-0198 on the stream: `<enable/>`, `<r/>` and `<a/>` once bound, `<resume/>` instead
+/// of a bind, and the server's own acknowledgement requests.
+extension C2SSessionHandler {
+    func isStreamManagement(_ element: XMLElement) -> Bool {
+        element.namespace == StreamManagementXML.namespace && server.policy.streamManagement != nil
+    }
+
+    /// Authenticated, not bound: `<resume/>` takes a session over; `<enable/>` is too early.
+    func streamManagementBeforeBind(_ element: XMLElement) {
+        switch element.name {
+        case "resume":
+            resume(element)
+        case "enable", "r", "a":
+            send(StreamManagementXML.failed(.unexpectedRequest))
+        default:
+            fail(StreamError(.unsupportedStanzaType, text: "<\(element.name)/> is not a stream management element."))
+        }
+    }
+
+    func streamManagement(_ element: XMLElement, session: BoundSession) {
+        switch element.name {
+        case "enable":
+            enableStreamManagement(element, session: session)
+        case "r":
+            guard session.isManaged else { return send(StreamManagementXML.failed(.unexpectedRequest)) }
+            write(.element(StreamManagementXML.answer(session.inboundCount)))
+            scheduleFlush()
+        case "a":
+            guard session.isManaged else { return send(StreamManagementXML.failed(.unexpectedRequest)) }
+            guard let h = StreamManagementXML.counter(element[attribute: "h"]) else {
+                return fail(StreamError(.badFormat, text: "<a/> needs an 'h' attribute with the number of stanzas handled."))
+            }
+            do {
+                try session.acknowledge(h)
+            } catch {
+                switch error {
+                case .handledCountTooHigh(let h, let sendCount): failHandledCountTooHigh(h: h, sendCount: sendCount)
+                }
+            }
+        case "resume":
+            send(StreamManagementXML.failed(.unexpectedRequest))
+        default:
+            fail(StreamError(.unsupportedStanzaType, text: "<\(element.name)/> is not a stream management element."))
+        }
+    }
+
+    private func failHandledCountTooHigh(h: UInt32, sendCount: UInt32) {
+        fail(
+            StreamError(.undefinedCondition, text: "You acknowledged \(h) stanzas, but only \(sendCount) were sent."),
+            applicationCondition: StreamManagementXML.handledCountTooHigh(h: h, sendCount: sendCount))
+    }
+
+    private func enableStreamManagement(_ element: XMLElement, session: BoundSession) {
+        guard let policy = server.policy.streamManagement else { return }
+        let wantsResume = element[attribute: "resume"] == "true" || element[attribute: "resume"] == "1"
+        var id: String? = nil
+        var seconds = 0
+        if wantsResume, policy.resumeTimeout > .zero {
+            seconds = Int(policy.resumeTimeout.nanoseconds / 1_000_000_000)
+            // The client may ask for less time, not more (XEP-0198 §5).
+            if let requested = element[attribute: "max"].flatMap({ Int($0) }), requested > 0 { seconds = min(seconds, requested) }
+            id = makeStreamID() + makeStreamID()
+        }
+        guard session.enable(resumptionID: id, resumeTimeout: .seconds(Int64(seconds)), maxUnacked: policy.maxUnacked) else {
+            return send(StreamManagementXML.failed(.unexpectedRequest))
+        }
+        if let id { server.resumption.register(id, session) }
+        send(StreamManagementXML.enabled(id: id, maxSeconds: id == nil ? nil : seconds))
+        logger.debug("stream management enabled", metadata: ["resumable": "\(id != nil)"])
+    }
+
+    /// After each counted stanza: ask for an acknowledgement every few stanzas, and shortly
+    /// after any that is still unacknowledged.
+    func sentManagedStanza() {
+        guard let policy = server.policy.streamManagement, let context else { return }
+        unackedSinceRequest += 1
+        if unackedSinceRequest >= policy.requestAfterStanzas { return requestAcknowledgement() }
+        guard ackRequestTimer == nil else { return }
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        ackRequestTimer = context.eventLoop.scheduleTask(in: policy.requestAfter) {
+            let handler = loopBound.value
+            handler.ackRequestTimer = nil
+            guard !handler.isClosed, handler.unackedSinceRequest > 0, handler.boundSession?.unackedCount ?? 0 > 0 else { return }
+            handler.requestAcknowledgement()
+        }
+    }
+
+    func requestAcknowledgement() {
+        unackedSinceRequest = 0
+        ackRequestTimer?.cancel()
+        ackRequestTimer = nil
+        write(.element(StreamManagementXML.request))
+        scheduleFlush()
+    }
+
+    /// XEP-0198 §5: `<resume previd='…' h='…'/>` in place of a bind.
+    private func resume(_ element: XMLElement) {
+        guard let previd = element[attribute: "previd"], let h = StreamManagementXML.counter(element[attribute: "h"]) else {
+            return send(StreamManagementXML.failed(.badRequest))
+        }
+        guard let user = authenticatedUser, let context else { return }
+        let notFound = { [server] in
+            // Only the session's own user learns how far it got.
+            let h = server.resumption.tombstone(previd).flatMap { $0.user == user ? $0.h : nil }
+            return StreamManagementXML.failed(.itemNotFound, h: h)
+        }
+        guard let session = server.resumption.session(previd), session.user == user else {
+            return send(notFound())
+        }
+        switch session.resume(by: attachment(context), h: h) {
+        case .gone:
+            send(notFound())
+        case .handledCountTooHigh(let h, let sendCount):
+            session.end(reason: "resumed with an h higher than what was sent")
+            failHandledCountTooHigh(h: h, sendCount: sendCount)
+        case .resumed(let handle, let inbound, let resend, let previous):
+            cancelUnauthenticatedTimer()
+            boundSession = session
+            phase = .bound(handle)
+            logger[metadataKey: "jid"] = "\(handle.jid)"
+            logger.info("session resumed", metadata: ["resent": "\(resend.count)", "secure": "\(isSecure)"])
+            // A connection the client gave up on but we had not noticed yet is closed.
+            previous?.run { $0.fail(StreamError(.conflict, text: "The session was resumed on another connection.")) }
+            send(StreamManagementXML.resumed(previd: previd, h: inbound))
+            for stanza in resend { send(stanza) }
+            if !resend.isEmpty { requestAcknowledgement() }
+            scheduleFlush()
+        }
+    }
+}

@@ -1,0 +1,320 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import ParleyCore
+
+/// The part of a bound session that outlives its connection: the `SessionHandle` the router
+/// knows, and, once XEP-0198 is enabled, the counters and the stanzas sent but not yet
+/// acknowledged. The connection's handler is *attached* to it; when a resumable session's
+/// connection drops, it is *detached*: still routable, queueing what arrives, until a new
+/// connection resumes it or `resumeTimeout` passes. Then (or when it ends any other way) it
+/// ends for good: it leaves routing and every unacknowledged message is handed on (to the
+/// account's other resources or offline storage), never dropped.
+///
+/// State is behind a lock, so the session may move between event loops on resumption;
+/// writes always happen on the attached handler's own loop.
+final class BoundSession: Sendable {
+    struct Unacked: Sendable {
+        var stanza: XMLElement
+        /// An offline delivery: succeeds when the client acknowledges the stanza, fails if the
+        /// session ends first (so the message stays in storage).
+        var acknowledged: EventLoopPromise<Void>?
+    }
+
+    struct Attachment: Sendable {
+        let id: ObjectIdentifier
+        let handler: NIOLoopBound<C2SSessionHandler>
+        let eventLoop: any EventLoop
+
+        func run(_ body: @escaping @Sendable (C2SSessionHandler) -> Void) {
+            if eventLoop.inEventLoop {
+                body(handler.value)
+            } else {
+                let handler = handler
+                eventLoop.execute { body(handler.value) }
+            }
+        }
+    }
+
+    /// XEP-0198 state, from `<enable/>` on.
+    struct Management: Sendable {
+        /// Stanzas handled from the client (the `h` we report).
+        var inbound: UInt32 = 0
+        var queue = UnackedQueue<Unacked>()
+        var resumptionID: String?
+        var resumeTimeout: TimeAmount
+        var maxUnacked: Int
+    }
+
+    private struct State: Sendable {
+        var handle: SessionHandle?
+        var attachment: Attachment?
+        var management: Management?
+        /// Set when ending for good begins; deliveries then wait in `held`.
+        var ending = false
+        var ended = false
+        var held: [SessionDelivery] = []
+        var detachTimer: Scheduled<Void>?
+        var detachGeneration = 0
+    }
+
+    let server: ServerContext
+    /// The localpart that authenticated: only it may resume the session.
+    let user: String
+    private let logger: Logger
+    private let start = NIODeadline.now()
+    private let state: NIOLockedValueBox<State>
+    private let endedPromise: EventLoopPromise<Void>
+
+    init(server: ServerContext, user: String, attachment: Attachment, logger: Logger) {
+        self.server = server
+        self.user = user
+        self.logger = logger
+        self.endedPromise = attachment.eventLoop.makePromise(of: Void.self)
+        self.state = NIOLockedValueBox(State(attachment: attachment))
+    }
+
+    /// Completes once the session has ended for good (not when a connection merely drops).
+    var endedFuture: EventLoopFuture<Void> { endedPromise.futureResult }
+
+    func setHandle(_ handle: SessionHandle) {
+        state.withLockedValue { $0.handle = handle }
+    }
+
+    /// The bind failed or the connection went away before it completed.
+    func discard() {
+        state.withLockedValue { state in
+            state.ending = true
+            state.ended = true
+            state.handle = nil
+            state.attachment = nil
+        }
+        endedPromise.succeed(())
+    }
+
+    var isManaged: Bool { state.withLockedValue { $0.management != nil } }
+    var inboundCount: UInt32 { state.withLockedValue { $0.management?.inbound ?? 0 } }
+    var unackedCount: Int { state.withLockedValue { $0.management?.queue.count ?? 0 } }
+    var resumptionID: String? { state.withLockedValue { $0.management?.resumptionID } }
+
+    // MARK: XEP-0198
+
+    /// `<enable/>`; false if it was already enabled.
+    func enable(resumptionID: String?, resumeTimeout: TimeAmount, maxUnacked: Int) -> Bool {
+        state.withLockedValue { state in
+            guard state.management == nil else { return false }
+            state.management = Management(resumptionID: resumptionID, resumeTimeout: resumeTimeout, maxUnacked: maxUnacked)
+            return true
+        }
+    }
+
+    /// Counts a stanza from the client; false if `handler` no longer holds the session (it
+    /// was resumed elsewhere), and the stanza must be ignored.
+    func countInbound(by handler: ObjectIdentifier) -> Bool {
+        state.withLockedValue { state in
+            guard state.attachment?.id == handler else { return false }
+            state.management?.inbound &+= 1
+            return true
+        }
+    }
+
+    /// The client's `<a h='…'/>`.
+    func acknowledge(_ h: UInt32) throws(UnackedQueue<Unacked>.AckError) {
+        let result: Result<[Unacked], UnackedQueue<Unacked>.AckError> = state.withLockedValue { state in
+            guard state.management != nil else { return .success([]) }
+            return state.management!.queue.release(upTo: h)
+        }
+        for item in try result.get() { item.acknowledged?.succeed(()) }
+    }
+
+    // MARK: Deliveries
+
+    /// Everything the router hands the session arrives here, from any thread.
+    func dispatch(_ delivery: SessionDelivery) {
+        enum Action { case hop(Attachment), gone, held, end(String) }
+        let action: Action = state.withLockedValue { state in
+            if state.ended { return .gone }
+            if state.ending {
+                state.held.append(delivery)
+                return .held
+            }
+            if let attachment = state.attachment { return .hop(attachment) }
+            guard state.management != nil else { return .gone }
+            switch delivery {
+            case .stanza(let stanza):
+                state.management!.queue.append(Unacked(stanza: stanza))
+            case .confirmed(let stanza, let acknowledged):
+                state.management!.queue.append(Unacked(stanza: stanza, acknowledged: acknowledged))
+            case .terminate(let error):
+                return .end(error.description)
+            }
+            if state.management!.queue.count > state.management!.maxUnacked {
+                return .end("too many stanzas arrived while detached")
+            }
+            return .held
+        }
+        switch action {
+        case .hop(let attachment): attachment.run { $0.receive(delivery) }
+        case .gone: handOn(delivery)
+        case .held: break
+        case .end(let reason): end(reason: reason)
+        }
+    }
+
+    enum Recorded {
+        /// Write it; `managed` if XEP-0198 counts it (an offline delivery's promise then
+        /// waits for the acknowledgement, not the write).
+        case send(managed: Bool)
+        /// The handler no longer holds the session: dispatch again.
+        case notAttached
+        /// The session ended: hand the delivery on.
+        case ended
+        /// Recorded, but the client let too many go unacknowledged.
+        case overflow
+    }
+
+    /// The attached handler, on its loop, about to write `delivery`.
+    func record(_ delivery: SessionDelivery, by handler: ObjectIdentifier) -> Recorded {
+        state.withLockedValue { state in
+            if state.ended { return .ended }
+            guard !state.ending, state.attachment?.id == handler else { return .notAttached }
+            guard state.management != nil else { return .send(managed: false) }
+            switch delivery {
+            case .stanza(let stanza):
+                state.management!.queue.append(Unacked(stanza: stanza))
+            case .confirmed(let stanza, let acknowledged):
+                state.management!.queue.append(Unacked(stanza: stanza, acknowledged: acknowledged))
+            case .terminate:
+                return .send(managed: false)
+            }
+            return state.management!.queue.count > state.management!.maxUnacked ? .overflow : .send(managed: true)
+        }
+    }
+
+    // MARK: Connections
+
+    enum Release { case notAttached, detached, ending }
+
+    /// The handler's connection is over. A resumable session (`detach`) waits for its client;
+    /// otherwise the caller ends it.
+    func release(from handler: ObjectIdentifier, detach: Bool) -> Release {
+        state.withLockedValue { state in
+            guard !state.ending, state.attachment?.id == handler else { return .notAttached }
+            state.attachment = nil
+            guard detach, let management = state.management, management.resumptionID != nil,
+                management.resumeTimeout > .zero, let handle = state.handle
+            else { return .ending }
+            state.detachGeneration += 1
+            let generation = state.detachGeneration
+            state.detachTimer = handle.eventLoop.scheduleTask(in: management.resumeTimeout) { [self] in
+                expire(generation: generation)
+            }
+            return .detached
+        }
+    }
+
+    private func expire(generation: Int) {
+        let expired = state.withLockedValue { state in
+            state.detachGeneration == generation && state.attachment == nil && !state.ending
+        }
+        if expired { end(reason: "not resumed in time") }
+    }
+
+    enum Resumption {
+        case resumed(SessionHandle, inbound: UInt32, resend: [XMLElement], previous: Attachment?)
+        case gone
+        case handledCountTooHigh(h: UInt32, sendCount: UInt32)
+    }
+
+    /// XEP-0198 §5: a new connection takes the session over; `h` is what the client received.
+    func resume(by attachment: Attachment, h: UInt32) -> Resumption {
+        var released: [Unacked] = []
+        let outcome: Resumption = state.withLockedValue { state in
+            guard !state.ending, let handle = state.handle, state.management?.resumptionID != nil else { return .gone }
+            switch state.management!.queue.release(upTo: h) {
+            case .success(let items): released = items
+            case .failure(.handledCountTooHigh(let h, let sendCount)): return .handledCountTooHigh(h: h, sendCount: sendCount)
+            }
+            state.detachTimer?.cancel()
+            state.detachTimer = nil
+            state.detachGeneration += 1
+            let previous = state.attachment
+            state.attachment = attachment
+            let management = state.management!
+            return .resumed(handle, inbound: management.inbound, resend: management.queue.pending.map(\.stanza), previous: previous)
+        }
+        for item in released { item.acknowledged?.succeed(()) }
+        return outcome
+    }
+
+    // MARK: Ending
+
+    /// Ends the session for good, once: it leaves routing, its unavailable presence goes out,
+    /// and what the client never acknowledged is handed on in order.
+    func end(reason: String) {
+        let claimed: SessionHandle? = state.withLockedValue { state in
+            guard !state.ending else { return nil }
+            state.ending = true
+            state.attachment = nil
+            state.detachTimer?.cancel()
+            state.detachTimer = nil
+            return state.handle
+        }
+        guard let handle = claimed else { return }
+        server.sessions.unbind(handle)
+        let (management, held): (Management?, [SessionDelivery]) = state.withLockedValue { state in
+            state.ended = true
+            state.handle = nil
+            let management = state.management
+            state.management?.queue = UnackedQueue()
+            defer { state.held = [] }
+            return (management, state.held)
+        }
+        if let id = management?.resumptionID {
+            server.resumption.remove(id, tombstone: .init(user: user, h: management?.inbound ?? 0))
+        }
+        server.events.publish(.sessionEnded(handle))
+        server.metrics.sessionsAuthenticated.decrement()
+        endedPromise.succeed(())
+        var unacked = management?.queue
+        let pending = unacked?.removeAll() ?? []
+        for item in pending {
+            if let acknowledged = item.acknowledged {
+                acknowledged.fail(ChannelError.ioOnClosedChannel)
+            } else {
+                handOn(.stanza(item.stanza), account: handle.jid.bare)
+            }
+        }
+        for delivery in held { handOn(delivery, account: handle.jid.bare) }
+        let seconds = (NIODeadline.now() - start).nanoseconds / 1_000_000_000
+        logger.info(
+            "session ended",
+            metadata: ["jid": "\(handle.jid)", "reason": "\(reason)", "duration_s": "\(seconds)", "unacked": "\(pending.count)"])
+    }
+
+    /// A delivery the session can no longer take: messages go to the account's other
+    /// resources or offline storage; an iq request is answered with an error so its sender
+    /// does not wait; an offline delivery's promise fails (the message stays stored).
+    /// Presence and other messages lapse as they would for an unavailable resource.
+    func handOn(_ delivery: SessionDelivery, account: JID? = nil) {
+        switch delivery {
+        case .stanza(let stanza):
+            switch stanza.name {
+            case "message":
+                guard let account = account ?? stanza.to.flatMap({ try? JID($0) })?.bare else { return }
+                server.router.redeliver(stanza, account: account)
+            case "iq" where stanza.type == "get" || stanza.type == "set":
+                guard let from = stanza.from.flatMap({ try? JID($0) }), from.isFull,
+                    let reply = stanza.errorReply(StanzaError(.serviceUnavailable))
+                else { return }
+                server.sessions.session(from)?.deliver(reply)
+            default:
+                return
+            }
+        case .confirmed(_, let written):
+            written.fail(ChannelError.ioOnClosedChannel)
+        case .terminate:
+            return
+        }
+    }
+}

@@ -1,0 +1,48 @@
+import NIOConcurrencyHelpers
+
+/// Resumable sessions by their XEP-0198 id, and a bounded memory of recently ended ones, so
+/// a late `<resume/>` learns the final `h` in its `<failed/>` (XEP-0198 §5).
+final class ResumptionRegistry: Sendable {
+    struct Tombstone: Sendable {
+        var user: String
+        var h: UInt32
+    }
+
+    private struct State {
+        var live: [String: BoundSession] = [:]
+        var ended: [String: Tombstone] = [:]
+        var endedOrder: [String] = []
+    }
+
+    static let maxTombstones = 4096
+    private let state = NIOLockedValueBox(State())
+
+    func register(_ id: String, _ session: BoundSession) {
+        state.withLockedValue { $0.live[id] = session }
+    }
+
+    func session(_ id: String) -> BoundSession? {
+        state.withLockedValue { $0.live[id] }
+    }
+
+    func tombstone(_ id: String) -> Tombstone? {
+        state.withLockedValue { $0.ended[id] }
+    }
+
+    func remove(_ id: String, tombstone: Tombstone) {
+        state.withLockedValue { state in
+            guard state.live.removeValue(forKey: id) != nil else { return }
+            state.ended[id] = tombstone
+            state.endedOrder.append(id)
+            if state.endedOrder.count > Self.maxTombstones {
+                let dropped = state.endedOrder.prefix(state.endedOrder.count - Self.maxTombstones / 2)
+                for old in dropped { state.ended[old] = nil }
+                state.endedOrder.removeFirst(dropped.count)
+            }
+        }
+    }
+
+    var all: [BoundSession] {
+        state.withLockedValue { Array($0.live.values) }
+    }
+}
