@@ -18,8 +18,9 @@ extension RosterItem {
     }
 
     static func all(of accountID: Int64, in db: Database) throws -> [RosterItem] {
+        // Read at every presence broadcast: the statement is prepared once per connection.
         try Row.fetchAll(
-            db, sql: "SELECT \(columns) FROM roster_items WHERE account_id = ? ORDER BY contact",
+            db.cachedStatement(sql: "SELECT \(columns) FROM roster_items WHERE account_id = ? ORDER BY contact"),
             arguments: [accountID]
         ).map(RosterItem.init(row:))
     }
@@ -44,11 +45,11 @@ extension PendingSubscription {
 
     static func all(of accountID: Int64, in db: Database) throws -> [PendingSubscription] {
         try Row.fetchAll(
-            db,
-            sql: """
-                SELECT contact, stanza, received_at FROM roster_pending WHERE account_id = ?
-                ORDER BY received_at, id
-                """,
+            db.cachedStatement(
+                sql: """
+                    SELECT contact, stanza, received_at FROM roster_pending WHERE account_id = ?
+                    ORDER BY received_at, id
+                    """),
             arguments: [accountID]
         ).map(PendingSubscription.init(row:))
     }

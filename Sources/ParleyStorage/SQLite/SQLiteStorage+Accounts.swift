@@ -16,26 +16,26 @@ extension SQLiteStorage: AccountStore {
         }
     }
 
+    /// Runs on every login: one query with cached statements (parsing the SQL each time
+    /// cost more than the lookup itself).
     public func account(username: String) async throws -> AccountRecord? {
         try await pool.read { db in
-            guard
-                let row = try Row.fetchOne(
-                    db, sql: "SELECT id, created_at FROM accounts WHERE username = ?", arguments: [username])
-            else { return nil }
-            let keys = try Row.fetchAll(
-                db,
+            let statement = try db.cachedStatement(
                 sql: """
-                    SELECT hash_name, salt, iterations, stored_key, server_key
-                    FROM account_keys WHERE account_id = ? ORDER BY hash_name
-                    """,
-                arguments: [row["id"] as Int64]
-            ).map { key in
-                StoredSCRAMKeys(
-                    hashName: key["hash_name"], salt: [UInt8](key["salt"] as Data),
+                    SELECT a.created_at, k.hash_name, k.salt, k.iterations, k.stored_key, k.server_key
+                    FROM accounts a LEFT JOIN account_keys k ON k.account_id = a.id
+                    WHERE a.username = ? ORDER BY k.hash_name
+                    """)
+            let rows = try Row.fetchAll(statement, arguments: [username])
+            guard let first = rows.first else { return nil }
+            let keys = rows.compactMap { key -> StoredSCRAMKeys? in
+                guard let hashName: String = key["hash_name"] else { return nil }
+                return StoredSCRAMKeys(
+                    hashName: hashName, salt: [UInt8](key["salt"] as Data),
                     iterations: key["iterations"], storedKey: [UInt8](key["stored_key"] as Data),
                     serverKey: [UInt8](key["server_key"] as Data))
             }
-            return AccountRecord(username: username, keys: keys, createdAt: row["created_at"])
+            return AccountRecord(username: username, keys: keys, createdAt: first["created_at"])
         }
     }
 
