@@ -32,6 +32,7 @@ let package = Package(
         .systemLibrary(
             name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CResolv"),
+        .systemLibrary(name: "CMalloc"),
         .target(name: "ParleyCore", dependencies: ["CLibXML2", "COpenSSL"]),
         .target(
             name: "ParleyTLS",
@@ -54,7 +55,7 @@ let package = Package(
         .target(
             name: "ParleyServer",
             dependencies: [
-                "ParleyCore", "ParleyStream", "ParleyTLS", "ParleyStorage",
+                "ParleyCore", "ParleyStream", "ParleyTLS", "ParleyStorage", "CMalloc",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

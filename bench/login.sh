@@ -201,7 +201,7 @@ for name in $SERVERS; do
         sleep 0.1
     done
     if ! grep -q '^HELD' "$tmp/hold.out"; then cat "$tmp/hold.out"; echo "login.sh: $name hold failed" >&2; exit 1; fi
-    sleep 3
+    sleep 8  # settled: idle connections released their buffers (both servers get the same wait)
     held[$name]=$(rss_kib)
     count[$name]=$(awk '/^HELD/ { print $2 }' "$tmp/hold.out")
     [ "${count[$name]}" -gt 0 ] || { echo "login.sh: $name holds no sessions" >&2; exit 1; }
