@@ -32,6 +32,7 @@ bench: deps
 	$(SWIFT) build -c release --product parleyd
 	.build/release/ParleyBench parser
 	bench/login.sh
+	bench/messages.sh
 
 fuzz: deps
 	$(SWIFT) build -c release --product ParleyFuzz --scratch-path .build-fuzz \

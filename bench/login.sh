@@ -22,151 +22,24 @@ THREADS=${THREADS:-2}
 SOURCES=${SOURCES:-8}
 WARMUP_USERS=${WARMUP_USERS:-200}
 SERVERS=${SERVERS:-"parleyd prosody"}
-BENCH=${BENCH:-.build/release/ParleyBench}
-PARLEYD=${PARLEYD:-.build/release/parleyd}
-PROSODY=${PROSODY:-/usr/bin/prosody}
-PASSWORD=benchpass
+. bench/lib.sh
 USERS=$((LOGIN_USERS > HOLD_USERS ? LOGIN_USERS : HOLD_USERS))
 USERS=$((USERS > WARMUP_USERS ? USERS : WARMUP_USERS))
 
-for program in "$BENCH" "$PARLEYD" "$PROSODY"; do
-    [ -x "$program" ] || { echo "login.sh: $program is missing (run make bench)" >&2; exit 1; }
-done
-ulimit -n "$(ulimit -Hn)"
-if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt $((HOLD_USERS + 1000)) ]; then
-    echo "login.sh: the file limit ($(ulimit -n)) is too low for $HOLD_USERS held sessions" >&2
-    exit 1
-fi
-
-tmp=$(mktemp -d -p /dev/shm parley-login-bench.XXXXXX)
-server_pid=""
-client_pid=""
-cleanup() {
-    exec 3>&- 2>/dev/null || true
-    [ -n "$client_pid" ] && kill "$client_pid" 2>/dev/null || true
-    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
-    [ -n "$server_pid" ] && wait "$server_pid" 2>/dev/null || true
-    if [ -n "${KEEP_TMP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
-}
-trap cleanup EXIT
-
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+bench_require login.sh
+bench_raise_file_limit login.sh $((HOLD_USERS + 1000))
+bench_tmp parley-login-bench
 parleyd_port=$(free_port)
 prosody_port=$(free_port)
-
-# parleyd: STARTTLS offered but not required, SCRAM only (no PLAIN in the clear), limits
-# out of the way, no keepalive traffic while sessions are held.
-mkdir -p "$tmp/parleyd"
-cat > "$tmp/parleyd/parleyd.yaml" <<EOF
-domain: localhost
-data_dir: $tmp/parleyd/data
-log_level: warning
-c2s:
-  interfaces: [127.0.0.1]
-  port: $parleyd_port
-  direct_tls_port: 0
-tls:
-  required: false
-auth:
-  mechanisms: [SCRAM-SHA-256, SCRAM-SHA-1]
-  allow_plain_without_tls: false
-  scram_iterations: 4096
-registration:
-  enabled: false
-limits:
-  connections_per_ip: 100000
-  max_connections: 100000
-  unauthenticated_timeout: 120
-  stanzas_per_second: 100000
-  stanza_burst: 100000
-keepalive:
-  whitespace_interval: 0
-  ping_after: 0
-  idle_timeout: 3600
-shutdown:
-  grace_period: 1
-metrics:
-  enabled: false
-EOF
-
-# Prosody 0.12: internal_hashed with SCRAM-SHA-256 keys, no TLS (no certificates), no s2s,
-# no HTTP, the default epoll backend, logging warnings to a file.
-mkdir -p "$tmp/prosody/data" "$tmp/prosody/certs"
-cat > "$tmp/prosody/prosody.cfg.lua" <<EOF
-pidfile = "$tmp/prosody/prosody.pid"
-data_path = "$tmp/prosody/data"
-run_as_root = true
-log = { warn = "$tmp/prosody/prosody.log" }
-interfaces = { "127.0.0.1" }
-c2s_ports = { $prosody_port }
-c2s_direct_tls_ports = {}
-s2s_ports = {}
-http_ports = {}
-https_ports = {}
-network_settings = { tcp_backlog = 1024 }
-authentication = "internal_hashed"
-password_hash = "SHA-256"
-c2s_require_encryption = false
-s2s_require_encryption = false
-allow_unencrypted_plain_auth = false
-allow_registration = false
-storage = "internal"
-modules_enabled = { "roster", "saslauth", "disco", "ping" }
-modules_disabled = { "s2s", "offline" }
-VirtualHost "localhost"
-EOF
-
-echo "seeding $USERS accounts in each server"
-"$BENCH" seed-users --users "$USERS" --password "$PASSWORD" \
-    --sqlite "$tmp/parleyd/data/parley.sqlite" --prosody-data "$tmp/prosody/data"
-
-start_server() { # name
-    case $1 in
-    parleyd)
-        "$PARLEYD" run --config "$tmp/parleyd/parleyd.yaml" > "$tmp/parleyd/out.log" 2>&1 &
-        server_pid=$!
-        port=$parleyd_port
-        ;;
-    prosody)
-        "$PROSODY" -F --config "$tmp/prosody/prosody.cfg.lua" > "$tmp/prosody/out.log" 2>&1 &
-        server_pid=$!
-        port=$prosody_port
-        ;;
-    esac
-    for _ in $(seq 100); do
-        if (exec 9<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-        kill -0 "$server_pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    echo "login.sh: $1 did not start; its output:" >&2
-    cat "$tmp/$1/out.log" "$tmp/$1"/*.log >&2 2>/dev/null || true
-    exit 1
-}
-
-stop_server() {
-    kill "$server_pid" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-    server_pid=""
-}
-
-rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$server_pid/status"; }
-# utime + stime in clock ticks (the command name has no spaces for either server).
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$server_pid/stat"; }
-ticks_per_second=$(getconf CLK_TCK)
+write_parleyd_config "$parleyd_port"
+write_prosody_config "$prosody_port"
+seed_users "$USERS"
 
 login() { # name users [extra options]
     local name=$1 users=$2
     shift 2
     "$BENCH" login --host 127.0.0.1 --port "$port" --users "$users" --concurrency "$CONCURRENCY" \
         --threads "$THREADS" --sources "$SOURCES" --password "$PASSWORD" --label "$name" "$@"
-}
-
-field() { # RESULT-line key
-    tr ' ' '\n' <<< "$1" | awk -F= -v key="$2" '$1 == key { print $2 }'
 }
 
 declare -A rate p50 p99 cpu per_session base held count

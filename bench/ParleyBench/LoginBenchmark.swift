@@ -174,30 +174,11 @@ final class LoginRun: Sendable {
             return progress.next
         }
         guard let index else { return }
-        let number = settings.firstUser + index
-        let username = "\(settings.prefix)\(number)"
-        let started = NIODeadline.now()
         let settings = self.settings
-        let keys = self.keys
-        var bootstrap = ClientBootstrap(group: loop)
-            .connectTimeout(.seconds(10))
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(XMLStreamDecoder())
-                    try channel.pipeline.syncOperations.addHandler(
-                        LoginClientHandler(
-                            username: username, settings: settings, keys: keys, started: started,
-                            finish: { outcome in self.finished(outcome, on: loop) }))
-                }
-            }
-        if settings.sources > 1 {
-            // Several loopback source addresses, so 10,000+ connections never run out of
-            // ephemeral ports towards one server port.
-            let source = try? SocketAddress(ipAddress: "127.0.0.\(1 + index % settings.sources)", port: 0)
-            if let source { bootstrap = bootstrap.bind(to: source) }
-        }
-        bootstrap.connect(host: settings.host, port: settings.port).whenComplete { result in
+        LoginClient.connect(
+            on: loop, number: settings.firstUser + index, sourceIndex: index, settings: settings, keys: keys,
+            finish: { outcome in self.finished(outcome, on: loop) }
+        ).whenComplete { result in
             switch result {
             case .success(let channel):
                 if settings.hold { self.progress.withLockedValue { $0.channels.append(channel) } }
@@ -248,6 +229,41 @@ final class LoginRun: Sendable {
     }
 }
 
+/// Opening one benchmark client connection, shared by the login and message benchmarks.
+enum LoginClient {
+    /// Connects `<prefix><number>` on `loop` and logs it in with `LoginClientHandler`, which calls
+    /// `finish` once (pong or failure). With `next`, the handler made by it sits after the login
+    /// handler and gets every stanza the login does not consume, and `LoginClientHandler.Event`s.
+    /// `sourceIndex` picks the loopback source address when `settings.sources` > 1.
+    static func connect(
+        on loop: any EventLoop, number: Int, sourceIndex: Int, settings: LoginBenchmark.Settings, keys: SCRAMKeyCache,
+        next: (@Sendable () -> any ChannelHandler)? = nil, finish: @escaping @Sendable (LoginOutcome) -> Void
+    ) -> EventLoopFuture<any Channel> {
+        let username = "\(settings.prefix)\(number)"
+        let started = NIODeadline.now()
+        var bootstrap = ClientBootstrap(group: loop)
+            .connectTimeout(.seconds(10))
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(XMLStreamDecoder())
+                    try channel.pipeline.syncOperations.addHandler(
+                        LoginClientHandler(
+                            username: username, settings: settings, keys: keys, started: started,
+                            forward: next != nil, finish: finish))
+                    if let next { try channel.pipeline.syncOperations.addHandler(next()) }
+                }
+            }
+        if settings.sources > 1 {
+            // Several loopback source addresses, so 10,000+ connections never run out of
+            // ephemeral ports towards one server port.
+            let source = try? SocketAddress(ipAddress: "127.0.0.\(1 + sourceIndex % settings.sources)", port: 0)
+            if let source { bootstrap = bootstrap.bind(to: source) }
+        }
+        return bootstrap.connect(host: settings.host, port: settings.port)
+    }
+}
+
 enum LoginOutcome: Sendable {
     /// Nanoseconds from the start of the TCP connect to the pong.
     case success(Int64)
@@ -280,9 +296,19 @@ final class SCRAMKeyCache: Sendable {
 }
 
 /// One client: header → features → SCRAM-SHA-256 → restart → bind → presence + ping → pong.
+/// With `forward`, stanzas after the bind that are not the pong (own presence, messages) go
+/// on to the next handler, which also gets an `Event` when presence is sent and at the pong.
 final class LoginClientHandler: ChannelInboundHandler {
     typealias InboundIn = XMLStreamEvent
+    typealias InboundOut = XMLStreamEvent
     typealias OutboundOut = ByteBuffer
+
+    enum Event {
+        /// The initial presence (and the ping) were written at this time.
+        case presenceSent(NIODeadline)
+        /// The ping was answered: the session is bound and available.
+        case loggedIn
+    }
 
     private enum State {
         case awaitingHeader, awaitingFeatures, awaitingChallenge, awaitingSuccess
@@ -297,14 +323,16 @@ final class LoginClientHandler: ChannelInboundHandler {
     private let keys: SCRAMKeyCache
     private let started: NIODeadline
     private let finish: (LoginOutcome) -> Void
+    private let forward: Bool
     private var state = State.awaitingHeader
     private var clientNonce = ""
     private var expectedServerSignature: [UInt8] = []
 
     init(
         username: String, settings: LoginBenchmark.Settings, keys: SCRAMKeyCache, started: NIODeadline,
-        finish: @escaping (LoginOutcome) -> Void
+        forward: Bool = false, finish: @escaping (LoginOutcome) -> Void
     ) {
+        self.forward = forward
         self.username = username
         self.settings = settings
         self.keys = keys
@@ -343,6 +371,9 @@ final class LoginClientHandler: ChannelInboundHandler {
         case .streamClosed:
             return fail("server closed the stream in \(state)", context: context)
         case .stanza(let stanza):
+            if forward, case .done = state {
+                return context.fireChannelRead(data)
+            }
             element = stanza
         }
         if element.name == "error", element.namespace == XMLNamespace.streams {
@@ -434,12 +465,17 @@ final class LoginClientHandler: ChannelInboundHandler {
             send(
                 "<presence/><iq type='get' id='\(Self.pingID)' to='\(settings.domain)'><ping xmlns='urn:xmpp:ping'/></iq>",
                 context: context)
+            if forward { context.fireUserInboundEventTriggered(Event.presenceSent(.now())) }
         case .awaitingPong:
             // Our own presence may come back first; only the ping's answer counts.
-            guard element.name == "iq", element[attribute: "id"] == Self.pingID else { return }
+            guard element.name == "iq", element[attribute: "id"] == Self.pingID else {
+                if forward { context.fireChannelRead(wrapInboundOut(.stanza(element))) }
+                return
+            }
             guard element[attribute: "type"] == "result" else { throw BenchFailure("ping answered with an error") }
             state = .done
             finish(.success((NIODeadline.now() - started).nanoseconds))
+            if forward { context.fireUserInboundEventTriggered(Event.loggedIn) }
             if !settings.hold {
                 send("</stream:stream>", context: context)
                 context.close(promise: nil)

@@ -11,7 +11,9 @@ protocol Benchmark {
     static func run(arguments: [String]) throws
 }
 
-let benchmarks: [any Benchmark.Type] = [ParserBenchmark.self, LoginBenchmark.self, SeedUsersCommand.self]
+let benchmarks: [any Benchmark.Type] = [
+    ParserBenchmark.self, LoginBenchmark.self, MessageBenchmark.self, OfflineBenchmark.self, SeedUsersCommand.self,
+]
 
 struct UsageError: Error, CustomStringConvertible {
     var description: String

@@ -1,4 +1,8 @@
 import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -157,11 +161,22 @@ public final class OfflineModule: ServerModule, Sendable {
         }
     }
 
+    /// XEP-0082 date-time in UTC with milliseconds, `2024-05-01T12:34:56.789Z`: what
+    /// `ISO8601DateFormatter` gives with `.withInternetDateTime, .withFractionalSeconds`.
+    /// Formatted by hand: making an `ISO8601DateFormatter` (ICU underneath) for every stored
+    /// message was about 40% of the server's CPU time when storing offline messages.
     static func timestamp(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        return formatter.string(from: date)
+        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        var seconds = time_t(milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000)
+        let fraction = Int(milliseconds - Int64(seconds) * 1000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func pad(_ value: Int32, _ width: Int) -> String {
+            let digits = String(value)
+            return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+        }
+        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
+            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(fraction), 3))Z"
     }
 }
 

@@ -1,0 +1,166 @@
+# Shared by the benchmark scripts (bench/login.sh, bench/messages.sh): source it from the
+# repository root after `set -euo pipefail`.
+#
+# Servers run on loopback with plain TCP (STARTTLS offered but not required, no PLAIN in the
+# clear) and SCRAM-SHA-256, from temporary configurations under $tmp (in /dev/shm), with
+# accounts user1..userN seeded with one password. One server runs at a time: $server_pid,
+# listening on $port.
+
+BENCH=${BENCH:-.build/release/ParleyBench}
+PARLEYD=${PARLEYD:-.build/release/parleyd}
+PROSODY=${PROSODY:-/usr/bin/prosody}
+PASSWORD=${PASSWORD:-benchpass}
+
+bench_require() { # script-name
+    local program
+    for program in "$BENCH" "$PARLEYD" "$PROSODY"; do
+        [ -x "$program" ] || { echo "$1: $program is missing (run make bench)" >&2; exit 1; }
+    done
+}
+
+# Every process gets the file limit's hard maximum; fails if that is below $2.
+bench_raise_file_limit() { # script-name needed
+    ulimit -n "$(ulimit -Hn)"
+    if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt "$2" ]; then
+        echo "$1: the file limit ($(ulimit -n)) is too low: $2 descriptors needed" >&2
+        exit 1
+    fi
+}
+
+# Makes $tmp (in /dev/shm unless a directory is given) and installs the EXIT trap that stops
+# $client_pid and $server_pid and removes $tmp (kept with KEEP_TMP=1).
+bench_tmp() { # prefix [parent-directory]
+    tmp=$(mktemp -d -p "${2:-/dev/shm}" "$1.XXXXXX")
+    server_pid=""
+    client_pid=""
+    trap bench_cleanup EXIT
+}
+
+bench_cleanup() {
+    exec 3>&- 2>/dev/null || true
+    [ -n "$client_pid" ] && kill "$client_pid" 2>/dev/null || true
+    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
+    [ -n "$server_pid" ] && wait "$server_pid" 2>/dev/null || true
+    if [ -n "${KEEP_TMP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
+}
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# parleyd: STARTTLS offered but not required, SCRAM only, limits out of the way, no keepalive
+# traffic. Extra YAML (top-level sections not written here) goes at the end.
+write_parleyd_config() { # port [extra-yaml]
+    mkdir -p "$tmp/parleyd"
+    cat > "$tmp/parleyd/parleyd.yaml" <<EOF
+domain: localhost
+data_dir: $tmp/parleyd/data
+log_level: warning
+c2s:
+  interfaces: [127.0.0.1]
+  port: $1
+  direct_tls_port: 0
+tls:
+  required: false
+auth:
+  mechanisms: [SCRAM-SHA-256, SCRAM-SHA-1]
+  allow_plain_without_tls: false
+  scram_iterations: 4096
+registration:
+  enabled: false
+limits:
+  connections_per_ip: 100000
+  max_connections: 100000
+  unauthenticated_timeout: 120
+  stanzas_per_second: 100000
+  stanza_burst: 100000
+keepalive:
+  whitespace_interval: 0
+  ping_after: 0
+  idle_timeout: 3600
+shutdown:
+  grace_period: 1
+metrics:
+  enabled: false
+${2:-}
+EOF
+}
+
+# Prosody 0.12: internal_hashed with SCRAM-SHA-256 keys, no TLS (no certificates), no s2s,
+# no HTTP, the default epoll backend, logging warnings to a file. $2 is the Lua list of
+# disabled modules, $3 extra global options.
+write_prosody_config() { # port [modules-disabled] [extra-lua]
+    local disabled=${2:-}
+    [ -n "$disabled" ] || disabled='{ "s2s", "offline" }'
+    mkdir -p "$tmp/prosody/data" "$tmp/prosody/certs"
+    cat > "$tmp/prosody/prosody.cfg.lua" <<EOF
+pidfile = "$tmp/prosody/prosody.pid"
+data_path = "$tmp/prosody/data"
+run_as_root = true
+log = { warn = "$tmp/prosody/prosody.log" }
+interfaces = { "127.0.0.1" }
+c2s_ports = { $1 }
+c2s_direct_tls_ports = {}
+s2s_ports = {}
+http_ports = {}
+https_ports = {}
+network_settings = { tcp_backlog = 1024 }
+authentication = "internal_hashed"
+password_hash = "SHA-256"
+c2s_require_encryption = false
+s2s_require_encryption = false
+allow_unencrypted_plain_auth = false
+allow_registration = false
+storage = "internal"
+modules_enabled = { "roster", "saslauth", "disco", "ping" }
+modules_disabled = $disabled
+${3:-}
+VirtualHost "localhost"
+EOF
+}
+
+seed_users() { # count
+    echo "seeding $1 accounts in each server"
+    "$BENCH" seed-users --users "$1" --password "$PASSWORD" \
+        --sqlite "$tmp/parleyd/data/parley.sqlite" --prosody-data "$tmp/prosody/data"
+}
+
+start_server() { # name (parleyd_port and prosody_port set)
+    case $1 in
+    parleyd)
+        "$PARLEYD" run --config "$tmp/parleyd/parleyd.yaml" > "$tmp/parleyd/out.log" 2>&1 &
+        server_pid=$!
+        port=$parleyd_port
+        ;;
+    prosody)
+        "$PROSODY" -F --config "$tmp/prosody/prosody.cfg.lua" > "$tmp/prosody/out.log" 2>&1 &
+        server_pid=$!
+        port=$prosody_port
+        ;;
+    esac
+    for _ in $(seq 100); do
+        if (exec 9<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+        kill -0 "$server_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "$1 did not start; its output:" >&2
+    cat "$tmp/$1/out.log" "$tmp/$1"/*.log >&2 2>/dev/null || true
+    exit 1
+}
+
+stop_server() {
+    kill "$server_pid" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=""
+}
+
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$server_pid/status"; }
+# utime + stime in clock ticks (the command name has no spaces for either server).
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$server_pid/stat"; }
+ticks_per_second=$(getconf CLK_TCK)
+
+field() { # RESULT-line key
+    tr ' ' '\n' <<< "$1" | awk -F= -v key="$2" '$1 == key { print $2 }'
+}
