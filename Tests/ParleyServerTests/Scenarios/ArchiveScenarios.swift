@@ -78,6 +78,9 @@ import Testing
                 "<message to='bob@localhost' type='chat'><composing xmlns='http://jabber.org/protocol/chatstates'/></message>")
             try await bob.expect("message")
             try await bob.send("<message to='alice@localhost' type='chat' id='b1'><body>b1</body></message>")
+            // b1 travels on bob's stream: once a ping on it is answered, b1 has been routed and
+            // archived (a stream's stanzas take effect in order), whatever alice's stream does.
+            _ = try await bob.sync()
 
             let form = """
                 <x xmlns='jabber:x:data' type='submit'><field var='FORM_TYPE' type='hidden'><value>urn:xmpp:mam:2</value></field>\
