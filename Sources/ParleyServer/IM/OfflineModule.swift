@@ -133,23 +133,27 @@ public final class OfflineModule: ServerModule, Sendable {
                 return
             }
             if batch.isEmpty { return }
-            var written: [(Int64, EventLoopFuture<Void>)] = []
-            for message in batch {
-                guard var stanza = StoredStanza.parse(message.stanza) else {
-                    written.append((message.id, session.eventLoop.makeSucceededVoidFuture()))  // unreadable: drop it
+            var written: [EventLoopFuture<Void>] = []
+            let recipient = session.jid.description
+            for parsed in StoredStanza.parseAll(batch.map(\.stanza)) {
+                guard var stanza = parsed else {
+                    written.append(session.eventLoop.makeSucceededVoidFuture())  // unreadable: drop it
                     continue
                 }
-                stanza.to = session.jid.description
+                stanza.to = recipient
                 let promise = session.eventLoop.makePromise(of: Void.self)
                 session.deliver(stanza, written: promise)
-                written.append((message.id, promise.futureResult))
+                written.append(promise.futureResult)
             }
             handedOver?()
             handedOver = nil
+            // One wait for the whole batch; what was delivered is the run of successes from
+            // the start (a failure means the session ended there).
+            let outcomes = (try? await EventLoopFuture.whenAllComplete(written, on: session.eventLoop).get()) ?? []
             var delivered: [Int64] = []
-            for (id, future) in written {
-                guard (try? await future.get()) != nil else { break }
-                delivered.append(id)
+            for (message, outcome) in zip(batch, outcomes) {
+                guard case .success = outcome else { break }
+                delivered.append(message.id)
             }
             do {
                 try await store.deleteOffline(user: username, ids: delivered)

@@ -9,9 +9,33 @@ enum StoredStanza {
         return element.xmlString()
     }
 
+    /// Parses many stored stanzas with one parser (one libxml2 context instead of one each);
+    /// an unreadable one is nil and the parser starts afresh after it.
+    static func parseAll(_ texts: [String]) -> [XMLElement?] {
+        var results: [XMLElement?] = []
+        results.reserveCapacity(texts.count)
+        var parser: XMLStreamParser? = nil
+        for text in texts {
+            if parser == nil {
+                let fresh = XMLStreamParser()
+                guard (try? fresh.feed(Array(header.utf8))) != nil else { return results + Array(repeating: nil, count: texts.count - results.count) }
+                parser = fresh
+            }
+            var stanza: XMLElement? = nil
+            if let events = try? parser?.feed(Array(text.utf8)) {
+                for case .stanza(let element) in events { stanza = element }
+            }
+            // Nothing complete came out: the text was damaged, and the parser may be mid-element.
+            if stanza == nil { parser = nil }
+            results.append(stanza)
+        }
+        return results
+    }
+
+    private static let header = "<stream:stream xmlns='jabber:client' xmlns:stream='\(XMLNamespace.streams)'>"
+
     static func parse(_ text: String) -> XMLElement? {
         let parser = XMLStreamParser()
-        let header = "<stream:stream xmlns='jabber:client' xmlns:stream='\(XMLNamespace.streams)'>"
         guard let events = try? parser.feed(Array((header + text).utf8)) else { return nil }
         for case .stanza(let element) in events { return element }
         return nil
