@@ -24,8 +24,8 @@ struct XMLNameInterner {
 
     /// Small to start with: a client stream uses some twenty names, and every connection
     /// holds one of these (it grows as needed).
-    init(capacity: Int = 16) {
-        var size = 16
+    init(capacity: Int = 4) {
+        var size = 8
         while size < capacity * 2 { size <<= 1 }
         entries = .allocate(capacity: size)
         entries.initialize(repeating: Entry(key: 0, value: ""), count: size)

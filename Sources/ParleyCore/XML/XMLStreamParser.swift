@@ -93,6 +93,7 @@ public final class XMLStreamParser {
 
     /// Starts a new stream on the same object, for the restarts after STARTTLS and SASL.
     public func reset() {
+        state.pointee.restoreBuffers()
         let hadFailure = state.pointee.failure != nil
         state.pointee.resetDocument()
         if hadFailure || state.pointee.dictionaryIsLarge || state.pointee.context == nil {
@@ -116,8 +117,7 @@ public final class XMLStreamParser {
         else { return false }
         xmlFreeParserCtxt(context)
         state.pointee.context = nil
-        state.pointee.names.removeAll()
-        state.pointee.shrinkBuffers()
+        state.pointee.releaseBuffers()
         return true
     }
 
@@ -126,6 +126,7 @@ public final class XMLStreamParser {
     private func parse(_ base: UnsafeRawPointer, _ count: Int) throws(StreamError) -> Int {
         let state = self.state
         if state.pointee.context == nil {
+            state.pointee.restoreBuffers()
             try replaceContext(midStreamAt: state.pointee.fedTotal)
         }
         let callStart = state.pointee.fedTotal

@@ -82,6 +82,7 @@ struct XMLStreamParserState {
 
     /// Frees the manually managed storage; the state must not be used afterwards.
     mutating func releaseStorage() {
+        if buffersReleased { return }
         frames.deinitialize(count: frameCount)
         frames.deallocate()
         frameCount = 0
@@ -305,20 +306,28 @@ struct XMLStreamParserState {
         frameCapacity = capacity
     }
 
-    /// Gives back buffers that grew for a big or deep stanza, between stanzas of an idle
-    /// stream, so one large message does not cost its connection memory for good.
-    mutating func shrinkBuffers() {
-        guard frameCount == 0, pendingCount == 0 else { return }
-        if frameCapacity > 8 {
-            frames.deallocate()
-            frameCapacity = 8
-            frames = .allocate(capacity: frameCapacity)
-        }
-        if pendingCapacity > 128 {
-            pendingText.deallocate()
-            pendingCapacity = 128
-            pendingText = .allocate(capacity: pendingCapacity)
-        }
+    /// Whether the frames, the text buffer and the name table are given back (an idle
+    /// stream between stanzas); `restoreBuffers()` makes them anew before the next parse.
+    private(set) var buffersReleased = false
+
+    /// Frees the per-stream buffers while nothing is in them: with the libxml2 context gone
+    /// too, an idle connection keeps almost nothing of the parser.
+    mutating func releaseBuffers() {
+        guard !buffersReleased, frameCount == 0, pendingCount == 0 else { return }
+        frames.deallocate()
+        pendingText.deallocate()
+        names.deallocate()
+        buffersReleased = true
+    }
+
+    mutating func restoreBuffers() {
+        guard buffersReleased else { return }
+        frameCapacity = min(8, max(limits.maxDepth, 1))
+        frames = .allocate(capacity: frameCapacity)
+        pendingCapacity = 128
+        pendingText = .allocate(capacity: pendingCapacity)
+        names = XMLNameInterner()
+        buffersReleased = false
     }
 
     private mutating func growPendingText(to minimum: Int) {

@@ -87,7 +87,6 @@ extension C2SSessionHandler {
         server.events.publish(.sessionBound(handle))
         sessionStart = .now()
         server.metrics.sessionsAuthenticated.increment()
-        logger[metadataKey: "jid"] = "\(handle.jid)"
         logger.info("session started", metadata: ["secure": "\(isSecure)"])
         var result = XMLElement("bind", namespace: XMLNamespace.bind)
         result.append(XMLElement("jid", text: handle.jid.description))
@@ -98,7 +97,7 @@ extension C2SSessionHandler {
     }
 
     private func makeHandle(jid: JID, user: String, context: ChannelHandlerContext) -> (SessionHandle, BoundSession) {
-        let session = BoundSession(server: server, user: user, attachment: attachment(context), logger: logger)
+        let session = BoundSession(server: server, user: user, attachment: attachment(context))
         let handle = SessionHandle(
             jid: jid, id: server.makeSessionID(), remoteAddress: remoteAddress, eventLoop: context.eventLoop,
             closeFuture: session.endedFuture

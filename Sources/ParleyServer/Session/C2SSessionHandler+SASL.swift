@@ -169,7 +169,6 @@ extension C2SSessionHandler {
         server.authFailures.recordSuccess(for: remoteAddress)
         server.metrics.authSuccesses.increment()
         authenticatedUser = username
-        logger[metadataKey: "user"] = "\(username)"
         phase = .authenticating(.done)
         send(SASLElement.success(additionalData: additionalData).element)
         // The client's next bytes start a new stream on the same connection (§6.4.6).

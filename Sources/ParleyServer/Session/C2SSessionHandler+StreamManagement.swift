@@ -120,7 +120,6 @@ extension C2SSessionHandler {
             cancelUnauthenticatedTimer()
             boundSession = session
             phase = .bound(handle)
-            logger[metadataKey: "jid"] = "\(handle.jid)"
             logger.info("session resumed", metadata: ["resent": "\(resend.count)", "secure": "\(isSecure)"])
             // A connection the client gave up on but we had not noticed yet is closed.
             previous?.run { $0.fail(StreamError(.conflict, text: "The session was resumed on another connection.")) }

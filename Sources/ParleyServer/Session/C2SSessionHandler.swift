@@ -32,7 +32,15 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     let server: ServerContext
     let remoteAddress: String
     let directTLS: Bool
-    var logger: Logger
+    /// Built when something is logged, not kept: a stored Logger with its metadata would
+    /// cost every idle session a dictionary.
+    var logger: Logger {
+        var logger = server.logger
+        logger[metadataKey: "peer"] = "\(remoteAddress)"
+        if let authenticatedUser { logger[metadataKey: "user"] = "\(authenticatedUser)" }
+        if case .bound(let handle) = phase { logger[metadataKey: "jid"] = "\(handle.jid)" }
+        return logger
+    }
     var phase = Phase.awaitingHeader
     var isSecure: Bool
     /// The localpart that authenticated, once SASL succeeded.
@@ -71,9 +79,6 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
         self.directTLS = directTLS
         self.isSecure = directTLS
         self.stanzaBucket = TokenBucket(rate: server.policy.stanzasPerSecond, burst: server.policy.stanzaBurst)
-        var logger = server.logger
-        logger[metadataKey: "peer"] = "\(remoteAddress)"
-        self.logger = logger
     }
 
     // MARK: Channel lifecycle

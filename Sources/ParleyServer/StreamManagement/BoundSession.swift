@@ -61,15 +61,13 @@ final class BoundSession: Sendable {
     let server: ServerContext
     /// The localpart that authenticated: only it may resume the session.
     let user: String
-    private let logger: Logger
     private let start = NIODeadline.now()
     private let state: NIOLockedValueBox<State>
     private let endedPromise: EventLoopPromise<Void>
 
-    init(server: ServerContext, user: String, attachment: Attachment, logger: Logger) {
+    init(server: ServerContext, user: String, attachment: Attachment) {
         self.server = server
         self.user = user
-        self.logger = logger
         self.endedPromise = attachment.eventLoop.makePromise(of: Void.self)
         self.state = NIOLockedValueBox(State(attachment: attachment))
     }
@@ -287,7 +285,7 @@ final class BoundSession: Sendable {
         }
         for delivery in held { handOn(delivery, account: handle.jid.bare) }
         let seconds = (NIODeadline.now() - start).nanoseconds / 1_000_000_000
-        logger.info(
+        server.logger.info(
             "session ended",
             metadata: ["jid": "\(handle.jid)", "reason": "\(reason)", "duration_s": "\(seconds)", "unacked": "\(pending.count)"])
     }
