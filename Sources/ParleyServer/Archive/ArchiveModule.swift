@@ -111,8 +111,8 @@ public final class ArchiveModule: ServerModule, Sendable {
                     owner: recipientUser, with: senderArchive, from: from, to: to, stanzaID: id, originID: originID,
                     stanza: StoredStanza.serialize(forRecipient), archivedAt: now, retracts: retracts))
         }
-        writer.enqueue(entries)
-        return RoutedMessage(forRecipient: forRecipient, forSender: forSender)
+        let backpressure = writer.enqueue(entries)
+        return RoutedMessage(forRecipient: forRecipient, forSender: forSender, backpressure: backpressure)
     }
 
     // MARK: Preferences

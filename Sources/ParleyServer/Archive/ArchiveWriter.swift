@@ -25,16 +25,37 @@ final class ArchiveWriter: Sendable {
         self.logger = logger
     }
 
-    func enqueue(_ entries: [ArchiveEntry]) {
-        guard !entries.isEmpty else { return }
-        let start = state.withLockedValue { state -> Bool in
+    /// Entries waiting beyond this make `enqueue` hand back a wait, until the backlog is
+    /// down to `resumeBelow`: memory stays bounded however fast clients send.
+    static let highWater: UInt64 = 4096
+    static let resumeBelow: UInt64 = 1024
+
+    /// Queues entries in routing order; returns a task to wait on when the archive is behind.
+    func enqueue(_ entries: [ArchiveEntry]) -> Task<Void, Never>? {
+        guard !entries.isEmpty else { return nil }
+        let (start, target) = state.withLockedValue { state -> (Bool, UInt64?) in
             state.pending.append(contentsOf: entries)
             state.enqueued += UInt64(entries.count)
-            if state.writing { return false }
+            let behind = state.enqueued - state.written
+            let target = behind > Self.highWater ? state.enqueued - Self.resumeBelow : nil
+            if state.writing { return (false, target) }
             state.writing = true
-            return true
+            return (true, target)
         }
         if start { Task { await drain() } }
+        guard let target else { return nil }
+        return Task { await self.waitUntilWritten(target) }
+    }
+
+    private func waitUntilWritten(_ target: UInt64) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLockedValue { state -> Bool in
+                if state.written >= target { return true }
+                state.waiters.append((target, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
     }
 
     /// Returns once every entry enqueued before the call was handed to the store.
@@ -56,28 +77,35 @@ final class ArchiveWriter: Sendable {
         }
     }
 
+    /// Takes everything queued at once (no shifting of a long array) and writes it in
+    /// transactions of up to 512 entries, waking waiters as each one commits.
     private func drain() async {
         while true {
-            let batch = state.withLockedValue { state -> [ArchiveEntry] in
-                let batch = Array(state.pending.prefix(512))
-                state.pending.removeFirst(batch.count)
-                if batch.isEmpty { state.writing = false }
-                return batch
+            let taken = state.withLockedValue { state -> [ArchiveEntry] in
+                let taken = state.pending
+                state.pending = []
+                if taken.isEmpty { state.writing = false }
+                return taken
             }
-            if batch.isEmpty { return }
-            do {
-                try await store.archive(batch, maxPerUser: maxPerUser)
-            } catch {
-                logger.error("messages not archived", metadata: ["count": "\(batch.count)", "error": "\(error)"])
+            if taken.isEmpty { return }
+            var start = 0
+            while start < taken.count {
+                let batch = Array(taken[start..<min(start + 512, taken.count)])
+                start += batch.count
+                do {
+                    try await store.archive(batch, maxPerUser: maxPerUser)
+                } catch {
+                    logger.error("messages not archived", metadata: ["count": "\(batch.count)", "error": "\(error)"])
+                }
+                let ready = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+                    state.written += UInt64(batch.count)
+                    let written = state.written
+                    let ready = state.waiters.filter { $0.0 <= written }.map(\.1)
+                    state.waiters.removeAll { $0.0 <= written }
+                    return ready
+                }
+                for continuation in ready { continuation.resume() }
             }
-            let ready = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
-                state.written += UInt64(batch.count)
-                let written = state.written
-                let ready = state.waiters.filter { $0.0 <= written }.map(\.1)
-                state.waiters.removeAll { $0.0 <= written }
-                return ready
-            }
-            for continuation in ready { continuation.resume() }
         }
     }
 }

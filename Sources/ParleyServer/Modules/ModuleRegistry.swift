@@ -33,10 +33,14 @@ public struct RoutedMessage: Sendable {
     public var forRecipient: XMLElement
     /// What sent carbons forward to the sender's other resources.
     public var forSender: XMLElement
+    /// Set when the archive is behind: the sender's stream waits on it before its next
+    /// stanza, so a fast sender is slowed to what storage can keep instead of filling memory.
+    public var backpressure: Task<Void, Never>?
 
-    public init(forRecipient: XMLElement, forSender: XMLElement) {
+    public init(forRecipient: XMLElement, forSender: XMLElement, backpressure: Task<Void, Never>? = nil) {
         self.forRecipient = forRecipient
         self.forSender = forSender
+        self.backpressure = backpressure
     }
 }
 

@@ -122,7 +122,15 @@ public final class StanzaRouter: Sendable {
         }
         let (work, delivered) = deliverMessage(routed.forRecipient, to: to, type: type, from: sender)
         modules.messageCopier?(routed, sender, to, delivered)
-        return work
+        switch (work, routed.backpressure) {
+        case (let work?, let backpressure?):
+            return Task {
+                await work.value
+                await backpressure.value
+            }
+        case (let work, let backpressure):
+            return work ?? backpressure
+        }
     }
 
     private func deliverMessage(
