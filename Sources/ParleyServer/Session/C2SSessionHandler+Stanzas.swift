@@ -62,7 +62,7 @@ extension C2SSessionHandler {
         context.eventLoop.scheduleTask(in: pause) {
             let handler = loopBound.value
             handler.readPaused = false
-            _ = channel.setOption(ChannelOptions.autoRead, value: true)
+            if !handler.readingHeldForWork { _ = channel.setOption(ChannelOptions.autoRead, value: true) }
             handler.drainSuspendedEvents()
         }
     }

@@ -58,6 +58,9 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private var suspendedEvents: [XMLStreamEvent] = []
     private var isSuspended = false
+    /// Reading is off because many stanzas wait behind work in flight (storage commits):
+    /// a bound client sending faster than storage keeps up is slowed by TCP, not cut off.
+    private var heldForWork = false
     private var unauthenticatedTimer: Scheduled<Void>?
     var stanzaBucket: TokenBucket
     var readPaused = false
@@ -150,10 +153,17 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
         // reading is off, so only what was already read is held.
         if isSuspended || readPaused {
             suspendedEvents.append(event)
-            // A client may pipeline a little while we look something up; more than this
-            // while we cannot answer is abuse.
             if !readPaused, suspendedEvents.count > 64 {
-                fail(StreamError(.policyViolation, text: "Too many stanzas were sent while authentication was in progress."))
+                if case .bound = phase {
+                    if !heldForWork {
+                        heldForWork = true
+                        _ = context.channel.setOption(ChannelOptions.autoRead, value: false)
+                    }
+                } else {
+                    // Before binding, a client may pipeline a little while we look something
+                    // up; more than this while we cannot answer is abuse.
+                    fail(StreamError(.policyViolation, text: "Too many stanzas were sent while authentication was in progress."))
+                }
             }
             return
         }
@@ -246,8 +256,15 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
         while !isSuspended, !readPaused, !suspendedEvents.isEmpty, !isClosed {
             handle(suspendedEvents.removeFirst())
         }
+        if heldForWork, suspendedEvents.isEmpty, !isSuspended, let channel = context?.channel {
+            heldForWork = false
+            if !readPaused { _ = channel.setOption(ChannelOptions.autoRead, value: true) }
+        }
         context?.flush()
     }
+
+    /// Whether something other than rate shaping keeps reading off.
+    var readingHeldForWork: Bool { heldForWork }
 
     var isClosed: Bool {
         if case .closed = phase { return true }
