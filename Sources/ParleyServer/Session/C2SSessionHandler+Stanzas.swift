@@ -18,9 +18,10 @@ extension C2SSessionHandler {
         stanza.from = handle.jid.description
         if consumedBySession(stanza, handle: handle) { return }
         if let pending = server.router.route(stanza, from: handle) {
-            // Presence takes effect, and a message for an offline account is durable, before
-            // anything the client sent after it is handled.
-            suspend({ await pending.value }) { _ in }
+            pendingDurability.append(pending)
+            // Presence takes effect before anything after it; a run of messages to storage
+            // is bounded so the queue of unconfirmed writes cannot grow without limit.
+            if stanza.name != "message" || pendingDurability.count >= 256 { waitForDurability() }
         }
     }
 

@@ -56,8 +56,11 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     var refusal: StreamError?
     var admitted = false
 
-    private var suspendedEvents: [XMLStreamEvent] = []
+    var suspendedEvents: [XMLStreamEvent] = []
     private var isSuspended = false
+    /// Messages handed to storage (offline, archive backpressure) whose commit is not yet
+    /// known: the stream goes on with further messages, but nothing else, until they are.
+    var pendingDurability: [Task<Void, Never>] = []
     /// Reading is off because many stanzas wait behind work in flight (storage commits):
     /// a bound client sending faster than storage keeps up is slowed by TCP, not cut off.
     private var heldForWork = false
@@ -227,9 +230,24 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
             if isStreamManagement(element) { return streamManagementBeforeBind(element) }
             bindOrRefuse(element)
         case .bound(let handle):
+            if !pendingDurability.isEmpty, !(element.name == "message" && element.namespace == XMLNamespace.client) {
+                // Anything that could be an answer or an acknowledgement waits until the
+                // messages before it are durable; consecutive messages share group commits.
+                suspendedEvents.insert(.stanza(element), at: 0)
+                return waitForDurability()
+            }
             if isStreamManagement(element), let session = boundSession { return streamManagement(element, session: session) }
             receivedStanza(element, from: handle)
         }
+    }
+
+    /// Holds the stream until every message handed to storage so far is committed.
+    func waitForDurability() {
+        let waits = pendingDurability
+        pendingDurability = []
+        suspend({
+            for wait in waits { await wait.value }
+        }) { _ in }
     }
 
     /// Runs `work` off the event loop and hands its result back on it, holding every event
