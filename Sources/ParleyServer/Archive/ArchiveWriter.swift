@@ -18,6 +18,8 @@ final class ArchiveWriter: Sendable {
     private let maxPerUser: Int?
     private let logger: Logger
     private let state = NIOLockedValueBox(State())
+    /// Touched only by the single drain task.
+    nonisolated(unsafe) private var batchesSinceTrim = 31
 
     init(store: any ArchiveStore, maxPerUser: Int?, logger: Logger) {
         self.store = store
@@ -92,8 +94,14 @@ final class ArchiveWriter: Sendable {
             while start < taken.count {
                 let batch = Array(taken[start..<min(start + 512, taken.count)])
                 start += batch.count
+                // Trimming to the per-user limit walks that many index entries per account:
+                // done for one batch in 32, so an account may briefly hold up to 32 × 512
+                // rows more than its limit, instead of every write paying for it.
+                batchesSinceTrim += 1
+                let trim = batchesSinceTrim >= 32 ? maxPerUser : nil
+                if trim != nil { batchesSinceTrim = 0 }
                 do {
-                    try await store.archive(batch, maxPerUser: maxPerUser)
+                    try await store.archive(batch, maxPerUser: trim)
                 } catch {
                     logger.error("messages not archived", metadata: ["count": "\(batch.count)", "error": "\(error)"])
                 }
