@@ -46,8 +46,12 @@ bench_raise_file_limit messages.sh $((2 * PAIRS + OFFLINE_SENDERS + 1000))
 bench_tmp parley-messages-bench "${BENCH_TMP_PARENT:-/var/tmp}"
 parleyd_port=$(free_port)
 prosody_port=$(free_port)
+# Like for like: Prosody runs without mod_mam here, so parleyd runs without its archive
+# (ARCHIVE=true measures parleyd with it: every message then also costs two durable rows).
 write_parleyd_config "$parleyd_port" "offline:
-  quota: $quota"
+  quota: $quota
+archive:
+  enabled: ${ARCHIVE:-false}"
 # Offline messages on (mod_offline, internal storage), with the archive limit raised likewise.
 write_prosody_config "$prosody_port" '{ "s2s" }' "storage_archive_item_limit = $quota"
 seed_users "$USERS"

@@ -28,6 +28,7 @@ enum ConfigurationSchema {
         "registration.min_password_length": .scalar,
         "roster.max_items": .scalar,
         "offline.quota": .scalar,
+        "archive.enabled": .scalar,
         "archive.max_messages_per_user": .scalar,
         "archive.retention_days": .scalar,
         "limits.max_stanza_bytes": .scalar,

@@ -103,6 +103,7 @@ extension ServerConfiguration {
 
         config.roster.maxItems = try values.positiveInt("roster.max_items", default: config.roster.maxItems)
         config.offline.quota = try values.positiveInt("offline.quota", default: config.offline.quota)
+        config.archive.enabled = try values.bool("archive.enabled", default: config.archive.enabled)
         config.archive.maxMessagesPerUser = try values.int(
             "archive.max_messages_per_user", default: config.archive.maxMessagesPerUser, in: 0...Int.max,
             expected: "an integer, 0 for unlimited")

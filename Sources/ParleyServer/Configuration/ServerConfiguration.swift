@@ -91,6 +91,9 @@ public struct ServerConfiguration: Sendable, Hashable {
 
     /// The message archive (XEP-0313).
     public struct Archive: Sendable, Hashable {
+        /// Keep a message archive (XEP-0313, with XEP-0359 stanza ids). Off, messages are
+        /// not archived and MAM queries get service-unavailable.
+        public var enabled = true
         /// Messages kept per account, oldest dropped first; 0 for unlimited.
         public var maxMessagesPerUser = 10_000
         /// Messages older than this many days are deleted (checked hourly); 0 keeps them.

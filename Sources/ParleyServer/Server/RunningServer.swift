@@ -102,8 +102,9 @@ public final class RunningServer: Sendable {
         let carbons = CarbonsModule(sessions: sessions)
         let disco = DiscoModule()
         var modules: [any ServerModule] = [
-            disco, PingModule(), VersionModule(), registration, roster, presence, offline, blocking, archive, carbons,
+            disco, PingModule(), VersionModule(), registration, roster, presence, offline, blocking, carbons,
         ]
+        if configuration.archive.enabled { modules.append(archive) }
         if configuration.streamManagement.enabled { modules.append(StreamManagementModule()) }
         var registry = ModuleRegistry()
         for module in modules { try module.register(in: &registry) }
