@@ -298,7 +298,7 @@ public actor XMPPClient {
     /// returns, everything sent before it has been processed.
     public func ping(timeout: Duration = .seconds(30)) async throws {
         var ping = XMLElement("iq", namespace: XMLNamespace.client, ["type": "get", "to": configuration.jid.domainpart])
-        ping.append(XMLElement("ping", namespace: "urn:xmpp:ping"))
+        ping.append(XMLElement("ping", namespace: XMLNamespace.ping))
         _ = try await request(ping, timeout: timeout)
     }
 
@@ -368,7 +368,7 @@ public actor XMPPClient {
             return
         }
         if stanza.name == "iq", stanza.type == "get" || stanza.type == "set",
-            stanza.firstChild("ping", namespace: "urn:xmpp:ping") != nil
+            stanza.firstChild("ping", namespace: XMLNamespace.ping) != nil
         {
             return send(stanza.iqResult())
         }

@@ -4,13 +4,12 @@ import ParleyCore
 /// form (so the server can refuse early, and to follow §3.1), then submit username and
 /// password. The connection then ends; the new account signs in on a fresh one.
 extension ClientStreamHandler {
-    static let registerNamespace = "jabber:iq:register"
 
     func askForRegistrationForm() {
         let id = "register-1"
         send(XMLElement(
             "iq", namespace: XMLNamespace.client, ["type": "get", "id": id, "to": configuration.jid.domainpart],
-            [XMLElement("query", namespace: Self.registerNamespace)]))
+            [XMLElement("query", namespace: XMLNamespace.register)]))
         phase = .registering(id: id, submitted: false)
     }
 
@@ -20,11 +19,11 @@ extension ClientStreamHandler {
             return finishRegistration(.registrationRefused(error))
         }
         if submitted { return finishRegistration(.registered) }
-        if let form = answer.firstChild("query", namespace: Self.registerNamespace), form.firstChild("registered") != nil {
+        if let form = answer.firstChild("query", namespace: XMLNamespace.register), form.firstChild("registered") != nil {
             return finishRegistration(.registrationRefused(StanzaError(.conflict, text: "This account already exists.")))
         }
         let id = "register-2"
-        var query = XMLElement("query", namespace: Self.registerNamespace)
+        var query = XMLElement("query", namespace: XMLNamespace.register)
         query.append(XMLElement("username", text: configuration.jid.localpart ?? ""))
         query.append(XMLElement("password", text: configuration.password))
         send(XMLElement("iq", namespace: XMLNamespace.client, ["type": "set", "id": id, "to": configuration.jid.domainpart], [query]))

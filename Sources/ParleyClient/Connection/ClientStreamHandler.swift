@@ -95,7 +95,7 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
             // XEP-0199 heartbeat: any answer counts as life; silence ends in the idle timeout.
             pingCounter += 1
             var ping = XMLElement("iq", namespace: XMLNamespace.client, ["type": "get", "id": "heartbeat-\(pingCounter)", "to": configuration.jid.domainpart])
-            ping.append(XMLElement("ping", namespace: "urn:xmpp:ping"))
+            ping.append(XMLElement("ping", namespace: XMLNamespace.ping))
             send(ping)
         }
         context.fireUserInboundEventTriggered(event)

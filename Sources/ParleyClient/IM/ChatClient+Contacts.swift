@@ -13,14 +13,14 @@ extension ChatClient {
     /// Fetches the roster: only what changed since the cached version when the server
     /// supports versioning (the changes then arrive as pushes), else all of it.
     public func refreshRoster() async throws {
-        var query = XMLElement("query", namespace: IMNamespace.roster)
+        var query = XMLElement("query", namespace: XMLNamespace.roster)
         // §2.6.1: send 'ver' only to a server that advertised versioning; "" means "no cache".
-        if await xmpp.streamFeatures?.firstChild("ver", namespace: IMNamespace.rosterVersioning) != nil {
+        if await xmpp.streamFeatures?.firstChild("ver", namespace: XMLNamespace.rosterVersioning) != nil {
             query.setAttribute("ver", rosterVersion ?? "")
         }
         let result = try await xmpp.request(XMLElement("iq", namespace: XMLNamespace.client, ["type": "get"], [query]))
-        if let full = result.firstChild("query", namespace: IMNamespace.roster) {
-            let contacts = full.children("item", namespace: IMNamespace.roster).compactMap(Contact.init(rosterItem:))
+        if let full = result.firstChild("query", namespace: XMLNamespace.roster) {
+            let contacts = full.children("item", namespace: XMLNamespace.roster).compactMap(Contact.init(rosterItem:))
             roster = Dictionary(contacts.map { ($0.jid, $0) }, uniquingKeysWith: { $1 })
             rosterVersion = full[attribute: "ver"]
             await persist { try await $0.replaceRoster(contacts, version: full[attribute: "ver"]) }
@@ -36,7 +36,7 @@ extension ChatClient {
             if let reply = iq.errorReply(StanzaError(.serviceUnavailable)) { await send(reply) }
             return
         }
-        let items = query.children("item", namespace: IMNamespace.roster)
+        let items = query.children("item", namespace: XMLNamespace.roster)
         guard items.count == 1, let item = items.first, let address = item[attribute: "jid"], let jid = try? JID(address) else {
             if let reply = iq.errorReply(StanzaError(.badRequest, text: "A roster push carries one item.")) { await send(reply) }
             return
@@ -62,7 +62,7 @@ extension ChatClient {
         let contact = jid.bare
         var item = XMLElement("item", ["jid": contact.description])
         if let name, !name.isEmpty { item.setAttribute("name", name) }
-        var query = XMLElement("query", namespace: IMNamespace.roster)
+        var query = XMLElement("query", namespace: XMLNamespace.roster)
         query.append(item)
         _ = try await xmpp.request(XMLElement("iq", namespace: XMLNamespace.client, ["type": "set"], [query]))
         outgoingRequests.insert(contact)
@@ -91,7 +91,7 @@ extension ChatClient {
 
     /// Removes `jid` from the roster; the server ends the subscriptions both ways (§2.5.2).
     public func removeContact(_ jid: JID) async throws {
-        var query = XMLElement("query", namespace: IMNamespace.roster)
+        var query = XMLElement("query", namespace: XMLNamespace.roster)
         query.append(XMLElement("item", ["jid": jid.bare.description, "subscription": "remove"]))
         _ = try await xmpp.request(XMLElement("iq", namespace: XMLNamespace.client, ["type": "set"], [query]))
         outgoingRequests.remove(jid.bare)

@@ -11,8 +11,8 @@ extension ChatClient {
         let id = UUID().uuidString
         var message = XMLElement("message", namespace: XMLNamespace.client, ["to": recipient.description, "type": "chat", "id": id])
         message.append(XMLElement("body", text: body))
-        message.append(XMLElement("request", namespace: IMNamespace.receipts))
-        message.append(XMLElement("origin-id", namespace: IMNamespace.stanzaID, ["id": id]))
+        message.append(XMLElement("request", namespace: XMLNamespace.receipts))
+        message.append(XMLElement("origin-id", namespace: XMLNamespace.stanzaID, ["id": id]))
         let record = MessageRecord(peer: recipient.bare, direction: .outgoing, id: id, originID: id, body: body, timestamp: Date())
         await persist { _ = try await $0.store(record) }
         await send(message)
@@ -53,7 +53,7 @@ extension ChatClient {
         }
         if message.receiptRequested, let id = message.id, mayReturnReceipt(to: message.from) {
             var receipt = XMLElement("message", namespace: XMLNamespace.client, ["to": message.from.description, "id": UUID().uuidString])
-            receipt.append(XMLElement("received", namespace: IMNamespace.receipts, ["id": id]))
+            receipt.append(XMLElement("received", namespace: XMLNamespace.receipts, ["id": id]))
             await send(receipt)
         }
     }

@@ -155,10 +155,10 @@ public actor ChatClient {
     private func handleIQ(_ iq: XMLElement) async {
         // Results and errors are answers to our own requests, which the XMPP client matched.
         guard iq.type == "get" || iq.type == "set" else { return }
-        if iq.type == "set", let query = iq.firstChild("query", namespace: IMNamespace.roster) {
+        if iq.type == "set", let query = iq.firstChild("query", namespace: XMLNamespace.roster) {
             return await rosterPush(iq, query)
         }
-        if iq.type == "get", iq.firstChild("query", namespace: IMNamespace.discoInfo) != nil {
+        if iq.type == "get", iq.firstChild("query", namespace: XMLNamespace.discoInfo) != nil {
             return await xmpp.send(iq.iqResult(Self.discoInfo))
         }
         // RFC 6120 §8.2.3: every get and set gets an answer, even "I don't do that".
@@ -167,9 +167,9 @@ public actor ChatClient {
 
     /// XEP-0030: what this client supports, so senders know it returns receipts.
     private static let discoInfo: XMLElement = {
-        var query = XMLElement("query", namespace: IMNamespace.discoInfo)
+        var query = XMLElement("query", namespace: XMLNamespace.discoInfo)
         query.append(XMLElement("identity", ["category": "client", "type": "pc", "name": "Parley"]))
-        for feature in [IMNamespace.discoInfo, IMNamespace.receipts, IMNamespace.ping, IMNamespace.stanzaID] {
+        for feature in [XMLNamespace.discoInfo, XMLNamespace.receipts, XMLNamespace.ping, XMLNamespace.stanzaID] {
             query.append(XMLElement("feature", ["var": feature]))
         }
         return query
@@ -186,7 +186,7 @@ public actor ChatClient {
 
     /// Changes the account's password (XEP-0077 §3.3); the current session stays signed in.
     public func changePassword(to newPassword: String) async throws {
-        var query = XMLElement("query", namespace: IMNamespace.register)
+        var query = XMLElement("query", namespace: XMLNamespace.register)
         query.append(XMLElement("username", text: ownBareJID.localpart ?? ""))
         query.append(XMLElement("password", text: newPassword))
         _ = try await xmpp.request(XMLElement("iq", namespace: XMLNamespace.client, ["type": "set", "to": ownBareJID.domainpart], [query]))

@@ -1,18 +1,6 @@
 import Foundation
 import ParleyCore
 
-/// The namespaces of the IM features the client speaks.
-enum IMNamespace {
-    static let roster = "jabber:iq:roster"
-    static let rosterVersioning = "urn:xmpp:features:rosterver"
-    static let receipts = "urn:xmpp:receipts"
-    static let stanzaID = "urn:xmpp:sid:0"
-    static let delay = "urn:xmpp:delay"
-    static let discoInfo = "http://jabber.org/protocol/disco#info"
-    static let ping = "urn:xmpp:ping"
-    static let register = "jabber:iq:register"
-}
-
 extension Contact {
     /// Reads a roster `<item/>` (RFC 6121 §2.1.2); nil for a malformed one, which is skipped.
     init?(rosterItem item: XMLElement) {
@@ -48,12 +36,12 @@ struct IncomingMessage {
         type = stanza.type ?? "normal"
         body = stanza.firstChild("body").map(\.text)
         thread = stanza.firstChild("thread").map(\.text)
-        originID = stanza.firstChild("origin-id", namespace: IMNamespace.stanzaID)?[attribute: "id"]
-        stanzaID = stanza.children("stanza-id", namespace: IMNamespace.stanzaID)
+        originID = stanza.firstChild("origin-id", namespace: XMLNamespace.stanzaID)?[attribute: "id"]
+        stanzaID = stanza.children("stanza-id", namespace: XMLNamespace.stanzaID)
             .first { $0[attribute: "by"] == ownBareJID?.description }?[attribute: "id"]
-        delayedUntil = stanza.firstChild("delay", namespace: IMNamespace.delay)?[attribute: "stamp"].flatMap(Self.parseStamp)
-        receiptRequested = stanza.firstChild("request", namespace: IMNamespace.receipts) != nil
-        receiptFor = stanza.firstChild("received", namespace: IMNamespace.receipts).map { $0[attribute: "id"] ?? stanza.id ?? "" }
+        delayedUntil = stanza.firstChild("delay", namespace: XMLNamespace.delay)?[attribute: "stamp"].flatMap(Self.parseStamp)
+        receiptRequested = stanza.firstChild("request", namespace: XMLNamespace.receipts) != nil
+        receiptFor = stanza.firstChild("received", namespace: XMLNamespace.receipts).map { $0[attribute: "id"] ?? stanza.id ?? "" }
     }
 
     /// XEP-0082 date-time, with or without fractional seconds.

@@ -28,7 +28,7 @@ extension ArchiveModule {
             for message in page.messages {
                 session.deliver(Self.resultMessage(message, queryID: queryID, owner: owner, to: client))
             }
-            var set = XMLElement("set", namespace: Self.rsmNamespace)
+            var set = XMLElement("set", namespace: XMLNamespace.resultSetManagement)
             if let first = page.messages.first, let last = page.messages.last {
                 var firstElement = XMLElement("first", text: first.stanzaID)
                 if let index = page.firstIndex { firstElement[attribute: "index"] = String(index) }
@@ -43,8 +43,8 @@ extension ArchiveModule {
     }
 
     static func resultMessage(_ message: ArchivedMessage, queryID: String?, owner: String, to client: String) -> XMLElement {
-        var forwarded = XMLElement("forwarded", namespace: forwardNamespace)
-        forwarded.append(XMLElement("delay", namespace: delayNamespace, ["stamp": OfflineModule.timestamp(message.archivedAt)]))
+        var forwarded = XMLElement("forwarded", namespace: XMLNamespace.forward)
+        forwarded.append(XMLElement("delay", namespace: XMLNamespace.delay, ["stamp": OfflineModule.timestamp(message.archivedAt)]))
         forwarded.append(archivedStanza(message))
         var result = XMLElement("result", namespace: namespace)
         if let queryID { result[attribute: "queryid"] = queryID }
@@ -61,19 +61,19 @@ extension ArchiveModule {
         if let text = message.stanza, let stanza = StoredStanza.parse(text) { return stanza }
         var tombstone = XMLElement("message", namespace: XMLNamespace.client, ["from": message.from, "to": message.to, "type": "chat"])
         tombstone.append(
-            XMLElement("retracted", namespace: retractNamespace, ["stamp": OfflineModule.timestamp(message.retractedAt ?? message.archivedAt)]))
+            XMLElement("retracted", namespace: XMLNamespace.messageRetract, ["stamp": OfflineModule.timestamp(message.retractedAt ?? message.archivedAt)]))
         if let originID = message.originID {
-            tombstone.append(XMLElement("origin-id", namespace: sidNamespace, ["id": originID]))
+            tombstone.append(XMLElement("origin-id", namespace: XMLNamespace.stanzaID, ["id": originID]))
         }
         return tombstone
     }
 
     static func parse(_ payload: XMLElement) throws(StanzaError) -> ArchiveQuery {
         var query = ArchiveQuery(max: defaultPageSize)
-        if let form = payload.firstChild("x", namespace: dataFormsNamespace) {
-            for field in form.children("field", namespace: dataFormsNamespace) {
+        if let form = payload.firstChild("x", namespace: XMLNamespace.dataForms) {
+            for field in form.children("field", namespace: XMLNamespace.dataForms) {
                 let name = field[attribute: "var"] ?? ""
-                let value = field.firstChild("value", namespace: dataFormsNamespace)?.text ?? ""
+                let value = field.firstChild("value", namespace: XMLNamespace.dataForms)?.text ?? ""
                 if value.isEmpty { continue }
                 switch name {
                 case "FORM_TYPE":
@@ -94,17 +94,17 @@ extension ArchiveModule {
                 }
             }
         }
-        if let set = payload.firstChild("set", namespace: rsmNamespace) {
-            if let max = set.firstChild("max", namespace: rsmNamespace) {
+        if let set = payload.firstChild("set", namespace: XMLNamespace.resultSetManagement) {
+            if let max = set.firstChild("max", namespace: XMLNamespace.resultSetManagement) {
                 guard let value = Int(max.text), value >= 0 else { throw StanzaError(.badRequest, text: "<max/> is a count.") }
                 query.max = value
             }
-            if let after = set.firstChild("after", namespace: rsmNamespace) {
+            if let after = set.firstChild("after", namespace: XMLNamespace.resultSetManagement) {
                 guard !after.text.isEmpty else { throw StanzaError(.badRequest, text: "<after/> names an id.") }
                 query.after = after.text
             }
-            if let before = set.firstChild("before", namespace: rsmNamespace) { query.before = before.text }
-            if set.firstChild("index", namespace: rsmNamespace) != nil {
+            if let before = set.firstChild("before", namespace: XMLNamespace.resultSetManagement) { query.before = before.text }
+            if set.firstChild("index", namespace: XMLNamespace.resultSetManagement) != nil {
                 throw StanzaError(.featureNotImplemented, text: "Paging by index is not supported; use after and before.")
             }
         }

@@ -8,16 +8,7 @@ import ParleyStorage
 /// the sender's and one in the recipient's archive, in routing order, and carries the
 /// stanza-id of the archive of whoever receives that copy.
 public final class ArchiveModule: ServerModule, Sendable {
-    public static let namespace = "urn:xmpp:mam:2"
-    static let sidNamespace = "urn:xmpp:sid:0"
-    static let forwardNamespace = "urn:xmpp:forward:0"
-    static let delayNamespace = "urn:xmpp:delay"
-    static let rsmNamespace = "http://jabber.org/protocol/rsm"
-    static let dataFormsNamespace = "jabber:x:data"
-    static let retractNamespace = "urn:xmpp:message-retract:1"
-    static let hintsNamespace = "urn:xmpp:hints"
-    static let receiptsNamespace = "urn:xmpp:receipts"
-    static let markersNamespace = "urn:xmpp:chat-markers:0"
+    public static let namespace = XMLNamespace.archive
     /// The largest page a query gets, whatever `max` it asks for (XEP-0059 §2.1 lets the
     /// responder return fewer).
     static let maxPageSize = 250
@@ -45,7 +36,7 @@ public final class ArchiveModule: ServerModule, Sendable {
         try registry.handle(.set, "prefs", namespace: Self.namespace, for: .account, advertise: false) { [self] request, responder in
             preferences(request, responder, change: true)
         }
-        registry.advertise(Self.sidNamespace, for: .account)
+        registry.advertise(XMLNamespace.stanzaID, for: .account)
         try registry.archiveMessages { [self] message, sender, recipient in
             stamp(message, from: sender, to: recipient)
         }
@@ -65,16 +56,16 @@ public final class ArchiveModule: ServerModule, Sendable {
     static func isArchivable(_ message: XMLElement) -> Bool {
         let type = message.type ?? "normal"
         guard type == "chat" || type == "normal" else { return false }
-        if message.firstChild("no-store", namespace: hintsNamespace) != nil
-            || message.firstChild("no-permanent-store", namespace: hintsNamespace) != nil
+        if message.firstChild("no-store", namespace: XMLNamespace.hints) != nil
+            || message.firstChild("no-permanent-store", namespace: XMLNamespace.hints) != nil
         {
             return false
         }
         return message.firstChild("body") != nil
-            || message.firstChild("store", namespace: hintsNamespace) != nil
-            || message.firstChild("received", namespace: receiptsNamespace) != nil
-            || message.firstChild("retract", namespace: retractNamespace) != nil
-            || message.elements.contains { $0.namespace == markersNamespace && $0.name != "markable" }
+            || message.firstChild("store", namespace: XMLNamespace.hints) != nil
+            || message.firstChild("received", namespace: XMLNamespace.receipts) != nil
+            || message.firstChild("retract", namespace: XMLNamespace.messageRetract) != nil
+            || message.elements.contains { $0.namespace == XMLNamespace.chatMarkers && $0.name != "markable" }
     }
 
     func stamp(_ message: XMLElement, from sender: JID, to recipient: JID) -> RoutedMessage {
@@ -83,7 +74,7 @@ public final class ArchiveModule: ServerModule, Sendable {
         var clean = message
         // XEP-0359 §3.3: a stanza-id claiming to come from one of these archives was forged.
         clean.removeChildren {
-            $0.name == "stanza-id" && $0.namespace == Self.sidNamespace
+            $0.name == "stanza-id" && $0.namespace == XMLNamespace.stanzaID
                 && ($0[attribute: "by"] == senderArchive || $0[attribute: "by"] == recipientArchive)
         }
         guard Self.isArchivable(clean), let senderUser = sender.localpart, let recipientUser = recipient.localpart else {
@@ -91,12 +82,12 @@ public final class ArchiveModule: ServerModule, Sendable {
         }
         let id = UUID().uuidString.lowercased()
         var forRecipient = clean
-        forRecipient.append(XMLElement("stanza-id", namespace: Self.sidNamespace, ["id": id, "by": recipientArchive]))
+        forRecipient.append(XMLElement("stanza-id", namespace: XMLNamespace.stanzaID, ["id": id, "by": recipientArchive]))
         var forSender = clean
-        forSender.append(XMLElement("stanza-id", namespace: Self.sidNamespace, ["id": id, "by": senderArchive]))
+        forSender.append(XMLElement("stanza-id", namespace: XMLNamespace.stanzaID, ["id": id, "by": senderArchive]))
 
-        let originID = clean.firstChild("origin-id", namespace: Self.sidNamespace)?[attribute: "id"]
-        let retracts = clean.firstChild("retract", namespace: Self.retractNamespace)?[attribute: "id"]
+        let originID = clean.firstChild("origin-id", namespace: XMLNamespace.stanzaID)?[attribute: "id"]
+        let retracts = clean.firstChild("retract", namespace: XMLNamespace.messageRetract)?[attribute: "id"]
         let from = message.from ?? sender.description
         let to = message.to ?? recipient.description
         let now = Date()

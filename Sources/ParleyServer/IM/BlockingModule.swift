@@ -6,8 +6,8 @@ import ParleyStorage
 /// XEP-0191 blocking. The block lists of all accounts are kept in memory (loaded at start,
 /// updated on every change) because the router asks on every stanza, synchronously.
 public final class BlockingModule: ServerModule, DeliveryPolicy {
-    public static let namespace = "urn:xmpp:blocking"
-    static let errorsNamespace = "urn:xmpp:blocking:errors"
+    public static let namespace = XMLNamespace.blocking
+    static let errorsNamespace = XMLNamespace.blockingErrors
 
     let store: any BlockListStore
     let rosters: any RosterStore

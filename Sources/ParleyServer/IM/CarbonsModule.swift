@@ -4,13 +4,11 @@ import ParleyCore
 /// `<received/>` copy of the account's messages delivered to its other resources and a
 /// `<sent/>` copy of what its other resources send, both from the account's bare JID.
 public final class CarbonsModule: ServerModule, Sendable {
-    public static let namespace = "urn:xmpp:carbons:2"
-    static let forwardNamespace = "urn:xmpp:forward:0"
-    static let hintsNamespace = "urn:xmpp:hints"
+    public static let namespace = XMLNamespace.carbons
     /// Payloads that make a message an IM exchange even without a body (XEP-0280 §6):
     /// chat states, receipts, chat markers, retractions.
     static let imNamespaces: Set<String> = [
-        "http://jabber.org/protocol/chatstates", "urn:xmpp:receipts", "urn:xmpp:chat-markers:0", "urn:xmpp:message-retract:1",
+        "http://jabber.org/protocol/chatstates", XMLNamespace.receipts, XMLNamespace.chatMarkers, XMLNamespace.messageRetract,
     ]
 
     let sessions: SessionRegistry
@@ -46,7 +44,7 @@ public final class CarbonsModule: ServerModule, Sendable {
     /// with a body, or carrying an IM payload. Errors and groupchat are never copied.
     static func isEligible(_ message: XMLElement) -> Bool {
         if message.firstChild("private", namespace: namespace) != nil
-            || message.firstChild("no-copy", namespace: hintsNamespace) != nil
+            || message.firstChild("no-copy", namespace: XMLNamespace.hints) != nil
         {
             return false
         }
@@ -80,7 +78,7 @@ public final class CarbonsModule: ServerModule, Sendable {
     static func carbon(_ kind: String, of message: XMLElement, account: JID, to session: JID) -> XMLElement {
         var inner = message
         if inner.namespace == nil { inner.namespace = XMLNamespace.client }
-        var forwarded = XMLElement("forwarded", namespace: forwardNamespace)
+        var forwarded = XMLElement("forwarded", namespace: XMLNamespace.forward)
         forwarded.append(inner)
         var wrapper = XMLElement(kind, namespace: namespace)
         wrapper.append(forwarded)

@@ -3,8 +3,8 @@ import ParleyStorage
 
 /// jabber:iq:roster (RFC 6121 §2) items as XML.
 enum RosterXML {
-    static let namespace = "jabber:iq:roster"
-    static let versioningFeature = "urn:xmpp:features:rosterver"
+    static let namespace = XMLNamespace.roster
+    static let versioningFeature = XMLNamespace.rosterVersioning
 
     static func element(for item: RosterItem) -> XMLElement {
         var element = XMLElement("item", namespace: namespace)

@@ -4,8 +4,8 @@ import ParleyCore
 /// XEP-0030 service discovery. The feature lists are not written by hand: they are what the
 /// other modules registered, handed over once the registry is complete.
 public final class DiscoModule: ServerModule {
-    public static let infoNamespace = "http://jabber.org/protocol/disco#info"
-    public static let itemsNamespace = "http://jabber.org/protocol/disco#items"
+    public static let infoNamespace = XMLNamespace.discoInfo
+    public static let itemsNamespace = XMLNamespace.discoItems
 
     private let serverName: String
     private let features = NIOLockedValueBox([IQTarget: [String]]())

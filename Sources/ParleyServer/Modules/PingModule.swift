@@ -3,7 +3,7 @@ import ParleyCore
 /// XEP-0199: the server answers pings addressed to it. (It also pings idle clients; that is
 /// the session's job, since it owns the connection.)
 public struct PingModule: ServerModule {
-    public static let namespace = "urn:xmpp:ping"
+    public static let namespace = XMLNamespace.ping
 
     public init() {}
 

@@ -5,7 +5,7 @@ import ParleyStorage
 /// operator enabled it), and, once authenticated, changing the password or removing the
 /// account — which stay available even when new registrations are off, as users expect.
 public final class RegistrationModule: ServerModule {
-    public static let namespace = "jabber:iq:register"
+    public static let namespace = XMLNamespace.register
 
     let accounts: any AccountStore
     let domain: JID

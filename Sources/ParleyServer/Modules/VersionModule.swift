@@ -3,7 +3,7 @@ import ParleyCore
 /// XEP-0092 software version. The operating system is left out: it helps attackers more
 /// than users.
 public struct VersionModule: ServerModule {
-    public static let namespace = "jabber:iq:version"
+    public static let namespace = XMLNamespace.version
     public static let version = "0.1.0"
 
     public init() {}

@@ -5,7 +5,7 @@ import ParleyTLS
 
 /// Stream headers, features and STARTTLS (RFC 6120 §4 and §5).
 extension C2SSessionHandler {
-    static let registerFeatureNamespace = "http://jabber.org/features/iq-register"
+    static let registerFeatureNamespace = XMLNamespace.registerFeature
 
     func receivedHeader(_ header: XMLStreamHeader) {
         guard case .awaitingHeader = phase else { return }

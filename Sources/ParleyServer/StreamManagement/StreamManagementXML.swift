@@ -2,7 +2,7 @@ import ParleyCore
 
 /// The elements of XEP-0198 (`urn:xmpp:sm:3`) the server sends.
 enum StreamManagementXML {
-    static let namespace = "urn:xmpp:sm:3"
+    static let namespace = XMLNamespace.streamManagement
 
     static var feature: XMLElement { XMLElement("sm", namespace: namespace) }
 
