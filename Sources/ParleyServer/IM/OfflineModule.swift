@@ -20,8 +20,6 @@ import ParleyStorage
 /// next login. Deliveries for one account run one at a time, so none is sent twice.
 public final class OfflineModule: ServerModule, Sendable {
     public static let feature = "msgoffline"
-    static let delayNamespace = "urn:xmpp:delay"
-    static let hintsNamespace = "urn:xmpp:hints"
 
     let domain: JID
     let store: any OfflineStore
@@ -60,15 +58,15 @@ public final class OfflineModule: ServerModule, Sendable {
         // Chat states and other content-free messages are not kept (XEP-0334), nor are
         // messages their sender marked not to be stored; like headlines they just lapse.
         let hasContent = message.firstChild("body") != nil || message.firstChild("subject") != nil
-            || message.firstChild("store", namespace: Self.hintsNamespace) != nil
-        guard hasContent, message.firstChild("no-store", namespace: Self.hintsNamespace) == nil,
+            || message.firstChild("store", namespace: XMLNamespace.hints) != nil
+        guard hasContent, message.firstChild("no-store", namespace: XMLNamespace.hints) == nil,
             let username = account.localpart
         else { return nil }
         var stamped = message
-        stamped.removeChildren { $0.name == "delay" && $0.namespace == Self.delayNamespace }
+        stamped.removeChildren { $0.name == "delay" && $0.namespace == XMLNamespace.delay }
         stamped.append(
             XMLElement(
-                "delay", namespace: Self.delayNamespace, ["from": domain.description, "stamp": Self.timestamp(Date())],
+                "delay", namespace: XMLNamespace.delay, ["from": domain.description, "stamp": Self.timestamp(Date())],
                 text: "Offline Storage"))
         // Enqueued here, synchronously, so messages are stored in the order they were routed.
         let stored = sender?.eventLoop.makePromise(of: Void.self)
@@ -228,15 +226,24 @@ final class OfflineWriter: Sendable {
         }
     }
 
+    /// Takes everything queued at once (shifting a long array per batch is quadratic) and
+    /// submits it in ordered batches of up to 512.
     private func drain() async {
+        var taken: [(OfflineStoreRequest, Completion)] = []
+        var next = 0
         while true {
-            let batch = pending.withLockedValue { pending -> [(OfflineStoreRequest, Completion)] in
-                let batch = Array(pending.requests.prefix(512))
-                pending.requests.removeFirst(batch.count)
-                if batch.isEmpty { pending.writing = false }
-                return batch
+            if next == taken.count {
+                taken = pending.withLockedValue { pending -> [(OfflineStoreRequest, Completion)] in
+                    let all = pending.requests
+                    pending.requests = []
+                    if all.isEmpty { pending.writing = false }
+                    return all
+                }
+                next = 0
+                if taken.isEmpty { return }
             }
-            if batch.isEmpty { return }
+            let batch = Array(taken[next..<min(next + 512, taken.count)])
+            next += batch.count
             let results = await store.storeOffline(batch.map(\.0))
             for (result, (_, completion)) in zip(results, batch) { completion(result) }
             let ready = pending.withLockedValue { pending -> [CheckedContinuation<Void, Never>] in

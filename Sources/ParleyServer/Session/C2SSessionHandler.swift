@@ -56,7 +56,7 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     var refusal: StreamError?
     var admitted = false
 
-    var suspendedEvents: [XMLStreamEvent] = []
+    var suspendedEvents = HeldEvents()
     private var isSuspended = false
     /// Messages handed to storage (offline, archive backpressure) whose commit is not yet
     /// known: the stream goes on with further messages, but nothing else, until they are.
@@ -233,7 +233,7 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
             if !pendingDurability.isEmpty, !(element.name == "message" && element.namespace == XMLNamespace.client) {
                 // Anything that could be an answer or an acknowledgement waits until the
                 // messages before it are durable; consecutive messages share group commits.
-                suspendedEvents.insert(.stanza(element), at: 0)
+                suspendedEvents.pushFront(.stanza(element))
                 return waitForDurability()
             }
             if isStreamManagement(element), let session = boundSession { return streamManagement(element, session: session) }
@@ -271,8 +271,8 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func drainSuspendedEvents() {
-        while !isSuspended, !readPaused, !suspendedEvents.isEmpty, !isClosed {
-            handle(suspendedEvents.removeFirst())
+        while !isSuspended, !readPaused, !isClosed, let event = suspendedEvents.popFirst() {
+            handle(event)
         }
         if heldForWork, suspendedEvents.isEmpty, !isSuspended, let channel = context?.channel {
             heldForWork = false
