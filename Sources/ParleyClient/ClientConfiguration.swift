@@ -41,6 +41,9 @@ public struct ClientConfiguration: Sendable {
     public var connectTimeout: Duration = .seconds(20)
     /// Send initial presence once connected (needed to receive messages sent to the bare JID).
     public var sendsInitialPresence = true
+    /// Use XEP-0198 when the server offers it: acknowledgements, so nothing unacknowledged is
+    /// forgotten, and resumption of the session after a dropped connection.
+    public var streamManagement = true
 
     public init(jid: JID, password: String) {
         self.jid = jid

@@ -34,7 +34,13 @@ public actor XMPPClient {
     private var reconnectTask: Task<Void, Never>?
     private var attempt = 0
     private var stanzaHandlers: [@Sendable (XMLElement) async -> Void] = []
-    private var establishedHandlers: [@Sendable (JID) async -> Void] = []
+    private var establishedHandlers: [@Sendable (JID, Bool) async -> Void] = []
+    private var acknowledgementHandlers: [@Sendable ([XMLElement]) async -> Void] = []
+    /// The XEP-0198 session, kept after its connection drops so the next one can resume it
+    /// or at least resend what the server never acknowledged.
+    private var managed: ManagedSessionState?
+    /// `managed` belongs to the current connection (not to one that dropped).
+    private var managedIsLive = false
     private var nextID = 0
     /// Which connection is current: callbacks of an older one (closed by `disconnect()` or
     /// replaced by a reconnect) are ignored instead of ending the new one.
@@ -45,8 +51,9 @@ public actor XMPPClient {
     private let inbound: AsyncStream<Inbound>.Continuation
 
     private enum Inbound: Sendable {
-        case established(generation: Int, jid: JID, features: XMLElement?)
+        case established(generation: Int, jid: JID, features: XMLElement?, start: SessionStart)
         case stanza(generation: Int, XMLElement)
+        case acknowledged(generation: Int, h: UInt32)
         case closed(generation: Int, ConnectionEnd)
     }
 
@@ -77,12 +84,15 @@ public actor XMPPClient {
 
     private func process(_ item: Inbound) async {
         switch item {
-        case .established(let generation, let jid, let features):
+        case .established(let generation, let jid, let features, let start):
             guard generation == self.generation else { return }
-            established(jid, features: features)
+            established(jid, features: features, start: start)
         case .stanza(let generation, let stanza):
             guard generation == self.generation else { return }
             await received(stanza)
+        case .acknowledged(let generation, let h):
+            guard generation == self.generation else { return }
+            await acknowledged(h)
         case .closed(let generation, let end):
             guard generation == self.generation else { return }
             connectionEnded(end)
@@ -115,6 +125,9 @@ public actor XMPPClient {
         reconnectTask = nil
         let closing = connection
         connection = nil
+        // A closing stream is handled in full by the server (XEP-0198 §4): nothing to resume.
+        managed = nil
+        managedIsLive = false
         boundJID = nil
         streamFeatures = nil
         generation += 1
@@ -136,15 +149,21 @@ public actor XMPPClient {
         let inbound = self.inbound
         var lastError: (any Error)? = nil
         var tried: [String] = []
+        let resumption = managed.flatMap { session in
+            session.resumptionID.map { ResumptionRequest(previd: $0, jid: session.jid, counter: session.counter) }
+        }
         for candidate in await Self.candidates(for: configuration) {
             guard generation == current, state != .stopped else { return }
             tried.append("\(candidate.serverHost):\(candidate.serverPort)")
             do {
-                let connection = try await ClientConnection.open(configuration: candidate, tls: tls, group: group) {
+                let connection = try await ClientConnection.open(configuration: candidate, tls: tls, group: group, resumption: resumption) {
                     ClientStreamHandler.Callbacks(
-                        onEstablished: { jid, features in inbound.yield(.established(generation: current, jid: jid, features: features)) },
+                        onEstablished: { jid, features, start in
+                            inbound.yield(.established(generation: current, jid: jid, features: features, start: start))
+                        },
                         onStanza: { stanza in inbound.yield(.stanza(generation: current, stanza)) },
-                        onClosed: { end in inbound.yield(.closed(generation: current, end)) })
+                        onClosed: { end in inbound.yield(.closed(generation: current, end)) },
+                        onAcknowledged: { h in inbound.yield(.acknowledged(generation: current, h: h)) })
                 }
                 if state == .stopped || generation != current {
                     connection.close()
@@ -178,29 +197,105 @@ public actor XMPPClient {
         return candidates
     }
 
-    private func established(_ jid: JID, features: XMLElement?) {
+    private func established(_ jid: JID, features: XMLElement?, start: SessionStart) {
         guard state == .connecting else { return }
         state = .connected
         attempt = 0
         boundJID = jid
         streamFeatures = features
-        eventSink.yield(.connected(jid: jid))
-        if configuration.sendsInitialPresence {
-            connection?.send(XMLElement("presence", namespace: XMLNamespace.client))
+        let resumed: Bool
+        switch start {
+        case .resumed(let h, _):
+            // The same session on a new connection: what the server had not handled yet is
+            // sent again, in order, and stays unacknowledged until it is.
+            resumed = true
+            managedIsLive = true
+            managed?.acknowledgementRequested = false
+            if let handled = acknowledge(h) { notifyAcknowledged(handled) }
+            eventSink.yield(.resumed(jid: jid))
+            for stanza in managed?.unacknowledged ?? [] { connection?.send(stanza) }
+            if managed?.unacknowledged.isEmpty == false { requestAcknowledgement() }
+        case .bound(let management, let failed):
+            resumed = false
+            // A new session: of what the old one sent and never had acknowledged, the
+            // messages go again (the receiving side drops any it already has, by origin id);
+            // requests and presence belong to the old session.
+            var previous = managed
+            if let h = failed?.h, let handled = try? previous?.acknowledge(h) { notifyAcknowledged(handled) }
+            let resend = previous?.unacknowledged.filter { $0.name == "message" } ?? []
+            managed = management.map { ManagedSessionState(resumptionID: $0.resumptionID, jid: jid, counter: $0.counter) }
+            managedIsLive = managed != nil
+            eventSink.yield(.connected(jid: jid))
+            if configuration.sendsInitialPresence {
+                transmit(XMLElement("presence", namespace: XMLNamespace.client))
+            }
+            for stanza in resend { transmit(stanza) }
         }
         // What the application sent while we were away goes out now, in order.
         let queued = outbox
         outbox = []
-        for stanza in queued { connection?.send(stanza) }
+        for stanza in queued { transmit(stanza) }
         resumeConnectWaiters(with: nil)
         // Not awaited: a handler typically asks the server something (the roster), and the
         // answer arrives through the inbound queue this call is running on.
-        for handler in establishedHandlers { Task { await handler(jid) } }
+        for handler in establishedHandlers { Task { await handler(jid, resumed) } }
+    }
+
+    // MARK: Acknowledgements (XEP-0198)
+
+    /// Writes a stanza to the current connection and, on a managed stream, keeps it until
+    /// the server acknowledges it. Without stream management, written is all we can know.
+    private func transmit(_ stanza: XMLElement) {
+        guard let connection else { return outbox.append(stanza) }
+        connection.send(stanza)
+        if managedIsLive, managed != nil {
+            managed?.sent(stanza)
+            requestAcknowledgement()
+        } else {
+            notifyAcknowledged([stanza])
+        }
+    }
+
+    private func requestAcknowledgement() {
+        guard managedIsLive, let session = managed, !session.acknowledgementRequested else { return }
+        managed?.acknowledgementRequested = true
+        connection?.send(StreamManagementElements.request)
+    }
+
+    private func acknowledged(_ h: UInt32) async {
+        guard managedIsLive else { return }
+        managed?.acknowledgementRequested = false
+        guard let handled = acknowledge(h) else { return }
+        notifyAcknowledged(handled)
+        // Whatever went out after our `<r/>` still needs its own acknowledgement.
+        if managed?.unacknowledged.isEmpty == false { requestAcknowledgement() }
+    }
+
+    /// nil when the server acknowledged more than we sent: a broken server, so the
+    /// connection is dropped and the session (whatever it counted) is not resumed.
+    private func acknowledge(_ h: UInt32) -> [XMLElement]? {
+        do {
+            return try managed?.acknowledge(h) ?? []
+        } catch {
+            logger.warning("the server acknowledged more stanzas than were sent", metadata: ["h": "\(h)"])
+            let unacknowledged = managed?.unacknowledged ?? []
+            managed = nil
+            managedIsLive = false
+            outbox.insert(contentsOf: unacknowledged.filter { $0.name == "message" }, at: 0)
+            connection?.close()
+            return nil
+        }
+    }
+
+    private func notifyAcknowledged(_ stanzas: [XMLElement]) {
+        guard !stanzas.isEmpty else { return }
+        for handler in acknowledgementHandlers { Task { await handler(stanzas) } }
     }
 
     private func connectionEnded(_ end: ConnectionEnd) {
         guard state == .connecting || state == .connected else { return }
         connection = nil
+        managedIsLive = false
         boundJID = nil
         streamFeatures = nil
         failPendingRequests(ClientError.disconnected)
@@ -208,6 +303,7 @@ public actor XMPPClient {
         case .streamError(let error):
             if let kick = Self.kickReason(for: error) {
                 state = .stopped
+                managed = nil
                 eventSink.yield(.kicked(kick))
                 resumeConnectWaiters(with: ClientError.kicked(kick))
                 return
@@ -287,8 +383,8 @@ public actor XMPPClient {
     public func send(_ stanza: XMLElement) {
         var stanza = stanza
         if stanza.namespace == nil { stanza.namespace = XMLNamespace.client }
-        if state == .connected, let connection {
-            connection.send(stanza)
+        if state == .connected {
+            transmit(stanza)
         } else {
             outbox.append(stanza)
         }
@@ -305,7 +401,7 @@ public actor XMPPClient {
     /// Sends an iq get or set and returns the result; a type='error' answer throws its
     /// `StanzaError`.
     public func request(_ iq: XMLElement, timeout: Duration = .seconds(30)) async throws -> XMLElement {
-        guard state == .connected, let connection else { throw ClientError.disconnected }
+        guard state == .connected, connection != nil else { throw ClientError.disconnected }
         var iq = iq
         if iq.namespace == nil { iq.namespace = XMLNamespace.client }
         let id = iq.id ?? makeID()
@@ -318,7 +414,7 @@ public actor XMPPClient {
         defer { timeoutTask.cancel() }
         return try await withCheckedThrowingContinuation { continuation in
             pendingRequests[id] = continuation
-            connection.send(sent)
+            transmit(sent)
         }
     }
 
@@ -339,9 +435,18 @@ public actor XMPPClient {
 
     // MARK: Receiving
 
-    /// Registers code that runs after each successful (re)connection, once the outbox is sent.
-    public func addEstablishedHandler(_ handler: @escaping @Sendable (JID) async -> Void) {
+    /// Registers code that runs after each successful (re)connection, once the outbox is
+    /// sent; the flag says the previous session was resumed (XEP-0198), so the server kept
+    /// its state (presence, roster subscription) and nothing was missed.
+    public func addEstablishedHandler(_ handler: @escaping @Sendable (JID, Bool) async -> Void) {
         establishedHandlers.append(handler)
+    }
+
+    /// Registers code that learns which sent stanzas the server has taken responsibility
+    /// for: acknowledged under XEP-0198, or written to the connection when the server does
+    /// not do acknowledgements.
+    public func addAcknowledgementHandler(_ handler: @escaping @Sendable ([XMLElement]) async -> Void) {
+        acknowledgementHandlers.append(handler)
     }
 
     /// Registers code that sees every stanza received (the IM layer builds on this). Stanzas

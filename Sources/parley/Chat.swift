@@ -14,6 +14,7 @@ struct Chat: AsyncParsableCommand {
         /add JID [message]   ask JID to be friends        /accept JID   /decline JID   /remove JID
         /roster              list contacts                /chats        conversations with unread counts
         /to JID              talk to JID                  /history JID  recent messages with JID
+        /recall              take back your last message to the current contact
         /status [available|away|dnd|xa] [text]            /quit         /help
         Any other line is sent to the contact chosen with /to.
         """
@@ -31,7 +32,8 @@ struct Chat: AsyncParsableCommand {
             for await event in client.events {
                 // The server echoes our own presence back; the user knows it already.
                 if case .presence(let update) = event, update.from.bare == me { continue }
-                if let line = MessageFormat.line(for: event) { print(line) }
+                let line = await MessageFormat.line(for: event) { id in try? await client.storedMessage(id: id) }
+                if let line { print(line) }
             }
         }
         defer { printer.cancel() }

@@ -16,6 +16,8 @@ struct ChatSession {
                 print(Terminal.paint("choose who to talk to first: /to JID", .yellow))
                 return true
             }
+            // Answering means having read what they wrote.
+            try? await client.markRead(current)
             await client.sendMessage(to: current, body: line)
             return true
         }
@@ -64,6 +66,11 @@ struct ChatSession {
                 let jid = try jidArgument(argument ?? current?.description, usage: "/history JID")
                 for message in try await client.history(with: jid, limit: 30) { print(MessageFormat.historyLine(message)) }
                 try await client.markRead(jid)
+            case "/recall":
+                guard let current else { throw CLIError("choose who to talk to first: /to JID", .usage) }
+                let mine = try await client.history(with: current, limit: 100).last { $0.direction == .outgoing && !$0.retracted }
+                guard let mine, let id = mine.id else { throw CLIError("you have no message to \(current) to recall", .usage) }
+                await client.retract(messageID: id, sentTo: current)
             case "/status":
                 let text = [rest].compactMap { $0 }.joined()
                 if let argument, let show = PresenceUpdate.Show(rawValue: argument), show != .unavailable {

@@ -27,17 +27,31 @@ enum MessageFormat {
 
     static func historyLine(_ message: StoredMessage) -> String {
         let who = message.direction == .outgoing ? Terminal.paint("me", .blue) : Terminal.paint(message.peer.description, .green)
-        let tick = message.direction == .outgoing && message.delivered ? Terminal.paint(" ✓", .gray) : ""
-        return "[\(time(message.timestamp))] \(who): \(message.body)\(tick)"
+        if message.retracted { return "[\(time(message.timestamp))] \(who): \(Terminal.paint("(message recalled)", .gray))" }
+        let state = message.direction == .outgoing ? Terminal.paint("  \(stateMark(message.state))", .gray) : ""
+        return "[\(time(message.timestamp))] \(who): \(message.body)\(state)"
     }
 
-    /// One line for an event, or nil for those the chat does not show.
-    static func line(for event: ClientEvent) -> String? {
+    /// How far an outgoing message got: waiting here, on the server, on their device, seen.
+    static func stateMark(_ state: StoredMessage.DeliveryState) -> String {
+        switch state {
+        case .pending: "… sending"
+        case .sent: "✓ sent"
+        case .delivered: "✓✓ delivered"
+        case .read: "✓✓ read"
+        }
+    }
+
+    /// One line for an event, or nil for those the chat does not show. `lookup` finds a
+    /// message in the cache by id, for the events that only name one.
+    static func line(for event: ClientEvent, lookup: (String) async -> StoredMessage? = { _ in nil }) async -> String? {
         switch event {
         case .connecting:
             return Terminal.paint("connecting…", .gray)
         case .connected(let jid):
             return Terminal.paint("connected as \(jid)", .green)
+        case .resumed:
+            return Terminal.paint("reconnected; nothing was missed", .green)
         case .disconnected(.requested):
             return nil
         case .disconnected(let reason):
@@ -49,8 +63,16 @@ enum MessageFormat {
         case .message(let message):
             let late = message.delayedUntil.map { " (sent \(time($0)))" } ?? ""
             return "[\(time(Date()))] \(Terminal.paint(message.from.bare.description, .green, bold: true)): \(message.body)\(Terminal.paint(late, .gray))"
-        case .delivered:
-            return nil
+        case .sent(let id):
+            return await stateLine(.sent, id, lookup)
+        case .delivered(let id, _):
+            return await stateLine(.delivered, id, lookup)
+        case .displayed(let id, _):
+            return await stateLine(.read, id, lookup)
+        case .retracted(_, let peer, let bySelf):
+            let who = bySelf ? "you" : peer.description
+            let whom = bySelf ? " to \(peer)" : ""
+            return "[\(time(Date()))] " + Terminal.paint("\(who) recalled a message\(whom) (message recalled)", .gray)
         case .presence(let update):
             let status = update.status.map { " — \($0)" } ?? ""
             return Terminal.paint("\(update.from.bare) is \(update.show.rawValue)\(status)", .gray)
@@ -69,6 +91,17 @@ enum MessageFormat {
             let target = from.map { " (\($0))" } ?? ""
             return Terminal.paint("error\(target): \(error.text ?? error.condition.rawValue)", .red)
         }
+    }
+
+    /// "✓✓ delivered: “see you at 6”", for one of our messages.
+    private static func stateLine(_ state: StoredMessage.DeliveryState, _ id: String, _ lookup: (String) async -> StoredMessage?) async -> String? {
+        let body = await lookup(id).map { $0.retracted ? "(message recalled)" : "“\(preview($0.body))”" } ?? "message \(id)"
+        return Terminal.paint("  \(stateMark(state)): \(body)", .gray)
+    }
+
+    static func preview(_ body: String) -> String {
+        let line = body.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        return line.count > 40 ? String(line.prefix(39)) + "…" : line
     }
 
     /// "4 s", or "0.5 s" for short delays.

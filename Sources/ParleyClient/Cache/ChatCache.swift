@@ -52,6 +52,18 @@ public final class ChatCache: Sendable {
                 CREATE TABLE conversation (peer TEXT PRIMARY KEY NOT NULL, unread INTEGER NOT NULL DEFAULT 0);
                 """)
         }
+        // Delivery state (sent, delivered, read), retraction, and the archive's order: rows the
+        // archive has confirmed get increasing positions in the order the archive lists them.
+        migrator.registerMigration("v2") { db in
+            try db.execute(sql: """
+                ALTER TABLE message ADD COLUMN state INTEGER NOT NULL DEFAULT 0;
+                UPDATE message SET state = CASE WHEN delivered = 1 THEN 2 WHEN outgoing = 1 THEN 1 ELSE 0 END;
+                ALTER TABLE message ADD COLUMN archive_position INTEGER;
+                ALTER TABLE message ADD COLUMN retracted INTEGER NOT NULL DEFAULT 0;
+                CREATE INDEX message_in_order ON message (peer, archive_position, id);
+                CREATE INDEX message_by_archive_position ON message (archive_position);
+                """)
+        }
         return migrator
     }
 

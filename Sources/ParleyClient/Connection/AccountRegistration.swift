@@ -21,7 +21,7 @@ extension XMPPClient {
         do {
             connection = try await ClientConnection.open(configuration: configuration, tls: tls, group: group, registersAccount: true) {
                 ClientStreamHandler.Callbacks(
-                    onEstablished: { _, _ in }, onStanza: { _ in },
+                    onEstablished: { _, _, _ in }, onStanza: { _ in },
                     onClosed: { end in promise.succeed(end) })
             }
         } catch {

@@ -15,7 +15,7 @@ final class ClientConnection: Sendable {
     /// Connects and starts negotiating; the callbacks run on the connection's event loop.
     static func open(
         configuration: ClientConfiguration, tls: TLSContext?, group: any EventLoopGroup, registersAccount: Bool = false,
-        callbacks: @escaping @Sendable () -> ClientStreamHandler.Callbacks
+        resumption: ResumptionRequest? = nil, callbacks: @escaping @Sendable () -> ClientStreamHandler.Callbacks
     ) async throws -> ClientConnection {
         let keepalive = StreamKeepaliveHandler.Configuration(
             whitespaceInterval: nil, pingAfter: TimeAmount(configuration.heartbeatInterval),
@@ -33,7 +33,10 @@ final class ClientConnection: Sendable {
                     try pipeline.addHandler(StreamKeepaliveHandler(configuration: keepalive))
                     try pipeline.addHandler(XMLStreamDecoder())
                     try pipeline.addHandler(XMLStreamEncoder())
-                    try pipeline.addHandler(ClientStreamHandler(configuration: configuration, tls: tls, registersAccount: registersAccount, callbacks: callbacks()))
+                    try pipeline.addHandler(
+                        ClientStreamHandler(
+                            configuration: configuration, tls: tls, registersAccount: registersAccount, resumption: resumption,
+                            callbacks: callbacks()))
                 }
             }
             .connect(host: configuration.serverHost, port: configuration.serverPort).get()

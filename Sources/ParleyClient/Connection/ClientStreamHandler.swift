@@ -11,10 +11,13 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
     typealias OutboundOut = XMLStreamOutput
 
     struct Callbacks {
-        /// The bound JID and the features offered after authentication.
-        var onEstablished: (JID, XMLElement?) -> Void
+        /// The bound JID, the features offered after authentication, and whether the session
+        /// is new or resumed (XEP-0198).
+        var onEstablished: (JID, XMLElement?, SessionStart) -> Void
         var onStanza: (XMLElement) -> Void
         var onClosed: (ConnectionEnd) -> Void
+        /// The server has handled this many of our stanzas in the managed session (`<a h/>`).
+        var onAcknowledged: (UInt32) -> Void = { _ in }
     }
 
     enum Phase {
@@ -23,6 +26,10 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
         case authenticating(Authentication)
         case binding(id: String)
         case establishingSession(id: String, jid: JID)
+        /// `<resume/>` was sent in place of a bind.
+        case resuming(ResumptionRequest)
+        /// Bound; `<enable/>` was sent.
+        case enablingManagement(jid: JID)
         /// XEP-0077 before authentication: the form was asked for (`submitted` false), or the
         /// filled-in form was sent.
         case registering(id: String, submitted: Bool)
@@ -46,11 +53,20 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
     private var context: ChannelHandlerContext?
     private var pingCounter = 0
     private var sessionFeatures: XMLElement?
+    /// The managed session to take over, if the previous connection had one.
+    private let resumption: ResumptionRequest?
+    private var failedResumption: SessionStart.FailedResumption?
+    /// Counts handled stanzas once stream management is on (XEP-0198).
+    private var handledCounter: HandledCounter?
 
-    init(configuration: ClientConfiguration, tls: TLSContext?, registersAccount: Bool = false, callbacks: Callbacks) {
+    init(
+        configuration: ClientConfiguration, tls: TLSContext?, registersAccount: Bool = false, resumption: ResumptionRequest? = nil,
+        callbacks: Callbacks
+    ) {
         self.configuration = configuration
         self.tls = tls
         self.registersAccount = registersAccount
+        self.resumption = resumption
         self.callbacks = callbacks
         self.isSecure = configuration.security == .directTLS
     }
@@ -92,6 +108,14 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is StreamKeepaliveHandler.PeerIdle, case .established = phase {
+            // A managed stream asks for an acknowledgement instead (XEP-0198 §8): it proves
+            // the server alive and tells it how far we are, without a stanza to count.
+            if handledCounter != nil {
+                send(StreamManagementElements.request)
+                context.flush()
+                context.fireUserInboundEventTriggered(event)
+                return
+            }
             // XEP-0199 heartbeat: any answer counts as life; silence ends in the idle timeout.
             pingCounter += 1
             var ping = XMLElement("iq", namespace: XMLNamespace.client, ["type": "get", "id": "heartbeat-\(pingCounter)", "to": configuration.jid.domainpart])
@@ -152,12 +176,23 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
             bound(element)
         case .establishingSession(let id, let jid):
             guard element.name == "iq", element.id == id else { return }
-            established(jid)
+            sessionEstablished(jid)
+        case .resuming(let request):
+            resumptionAnswer(element, request)
+        case .enablingManagement(let jid):
+            guard element.namespace == StreamManagementElements.namespace else {
+                // Stanzas may come before `<enabled/>`; they are not counted.
+                return callbacks.onStanza(element)
+            }
+            managementAnswer(element, jid: jid)
         case .registering(let id, let submitted):
             guard element.name == "iq", element.id == id else { return }
             registrationStep(element, submitted: submitted)
         case .established:
+            if element.namespace == StreamManagementElements.namespace { return managementElement(element) }
             callbacks.onStanza(element)
+            // Counted once handed on: from here on the client owns it (XEP-0198 §4).
+            if element.isStanza, element.namespace == XMLNamespace.client { handledCounter?.increment() }
         case .closed:
             return
         }
@@ -166,12 +201,12 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
     private func features(_ features: XMLElement) {
         if isAuthenticated {
             sessionFeatures = features
-            let id = "bind-1"
-            var bind = XMLElement("bind", namespace: XMLNamespace.bind)
-            if let resource = configuration.resource { bind.append(XMLElement("resource", text: resource)) }
-            send(XMLElement("iq", namespace: XMLNamespace.client, ["type": "set", "id": id], [bind]))
-            phase = .binding(id: id)
-            needsSession = features.firstChild("session", namespace: XMLNamespace.session).map { $0.firstChild("optional") == nil } ?? false
+            if let resumption, StreamManagementElements.isOffered(in: features) {
+                send(StreamManagementElements.resume(previd: resumption.previd, h: resumption.counter.count))
+                phase = .resuming(resumption)
+                return
+            }
+            bind()
             return
         }
         if !isSecure, configuration.security == .startTLS {
@@ -213,6 +248,15 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
     }
 
     private var needsSession = false
+
+    private func bind() {
+        let id = "bind-1"
+        var bind = XMLElement("bind", namespace: XMLNamespace.bind)
+        if let resource = configuration.resource { bind.append(XMLElement("resource", text: resource)) }
+        send(XMLElement("iq", namespace: XMLNamespace.client, ["type": "set", "id": id], [bind]))
+        phase = .binding(id: id)
+        needsSession = sessionFeatures?.firstChild("session", namespace: XMLNamespace.session).map { $0.firstChild("optional") == nil } ?? false
+    }
 
     private func startTLS() {
         guard let tls, let context else { return }
@@ -284,13 +328,72 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
             send(XMLElement("iq", namespace: XMLNamespace.client, ["type": "set", "id": id], [XMLElement("session", namespace: XMLNamespace.session, [:])]))
             phase = .establishingSession(id: id, jid: jid)
         } else {
-            established(jid)
+            sessionEstablished(jid)
         }
     }
 
-    private func established(_ jid: JID) {
+    /// Bound (and the legacy session made): turn on acknowledgements and resumption when the
+    /// server offers them.
+    private func sessionEstablished(_ jid: JID) {
+        guard configuration.streamManagement, StreamManagementElements.isOffered(in: sessionFeatures) else {
+            return established(jid, .bound(management: nil, failedResumption: failedResumption))
+        }
+        send(StreamManagementElements.enable())
+        phase = .enablingManagement(jid: jid)
+    }
+
+    private func managementAnswer(_ element: XMLElement, jid: JID) {
+        switch element.name {
+        case "enabled":
+            let counter = HandledCounter()
+            handledCounter = counter
+            let resumable = element[attribute: "resume"] == "true" || element[attribute: "resume"] == "1"
+            let management = SessionStart.ManagedSession(resumptionID: resumable ? element[attribute: "id"] : nil, counter: counter)
+            established(jid, .bound(management: management, failedResumption: failedResumption))
+        default:
+            // `<failed/>`: the session goes on without acknowledgements.
+            established(jid, .bound(management: nil, failedResumption: failedResumption))
+        }
+    }
+
+    private func resumptionAnswer(_ element: XMLElement, _ request: ResumptionRequest) {
+        guard element.namespace == StreamManagementElements.namespace else { return unexpected(element) }
+        switch element.name {
+        case "resumed":
+            guard let h = StreamManagementElements.counter(element) else {
+                return fail(StreamError(.badFormat, text: "<resumed/> needs an 'h'."), report: .connectionLost("the server resumed without saying how far it got"))
+            }
+            handledCounter = request.counter
+            established(request.jid, .resumed(h: h, counter: request.counter))
+        case "failed":
+            // Too late or unknown: a new session, after which the client resends what the
+            // old one did not acknowledge (XEP-0198 §5).
+            failedResumption = SessionStart.FailedResumption(h: StreamManagementElements.counter(element))
+            bind()
+        default:
+            unexpected(element)
+        }
+    }
+
+    /// `<r/>` and `<a/>` on a managed stream.
+    private func managementElement(_ element: XMLElement) {
+        guard let counter = handledCounter else { return }
+        switch element.name {
+        case "r":
+            send(StreamManagementElements.answer(counter.count))
+        case "a":
+            guard let h = StreamManagementElements.counter(element) else {
+                return fail(StreamError(.badFormat, text: "<a/> needs an 'h'."), report: .connectionLost("the server sent an acknowledgement without a count"))
+            }
+            callbacks.onAcknowledged(h)
+        default:
+            break
+        }
+    }
+
+    private func established(_ jid: JID, _ start: SessionStart) {
         phase = .established
-        callbacks.onEstablished(jid, sessionFeatures)
+        callbacks.onEstablished(jid, sessionFeatures, start)
     }
 
     private func unexpected(_ element: XMLElement) {

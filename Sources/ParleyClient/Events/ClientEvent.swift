@@ -5,6 +5,9 @@ public enum ClientEvent: Sendable, Equatable {
     case connecting
     /// Authenticated and bound; `jid` is the full JID the server gave.
     case connected(jid: JID)
+    /// The previous session was taken over on a new connection (XEP-0198): nothing was
+    /// missed in between, and what the server had not received was sent again.
+    case resumed(jid: JID)
     case disconnected(DisconnectReason)
     /// The connection was lost; the client tries again after `delay`.
     case reconnecting(attempt: Int, delay: Duration)
@@ -12,8 +15,16 @@ public enum ClientEvent: Sendable, Equatable {
     /// disconnected until the application calls `connect()` again.
     case kicked(KickReason)
     case message(ChatMessage)
+    /// The server took responsibility for a message this client sent (XEP-0198
+    /// acknowledgement, or the archive listing it): it will not be lost.
+    case sent(messageID: String)
     /// A delivery receipt (XEP-0184) for a message this client sent.
     case delivered(messageID: String, by: JID)
+    /// The recipient's client showed the message, and everything before it (XEP-0333).
+    case displayed(messageID: String, by: JID)
+    /// A message was taken back by its sender (XEP-0424): `bySelf` for one of ours, from
+    /// this or another of our devices.
+    case retracted(messageID: String, peer: JID, bySelf: Bool)
     case presence(PresenceUpdate)
     /// A friend request: `from` asks to see our presence, with an optional note.
     case contactRequest(from: JID, message: String?)

@@ -144,4 +144,16 @@ extension ChatClient {
             logger.error("cache write failed", metadata: ["error": "\(error)"])
         }
     }
+
+    /// Like `persist`, for a write that answers something; `fallback` without a cache or
+    /// when the write fails.
+    func persisted<Answer: Sendable>(or fallback: Answer, _ write: @Sendable (ChatCache) async throws -> Answer) async -> Answer {
+        guard let cache else { return fallback }
+        do {
+            return try await write(cache)
+        } catch {
+            logger.error("cache write failed", metadata: ["error": "\(error)"])
+            return fallback
+        }
+    }
 }

@@ -1,17 +1,20 @@
 import Foundation
 import ParleyCore
 
-/// One-to-one messages: sending with a receipt request (XEP-0184) and an origin id (XEP-0359),
-/// receiving, answering receipt requests, and keeping both in the cache.
+/// One-to-one messages: sending with a receipt request (XEP-0184), a displayed-marker
+/// request (XEP-0333) and an origin id (XEP-0359); receiving; answering receipt requests;
+/// retracting (XEP-0424); and keeping all of it, with each message's delivery state, in the
+/// cache.
 extension ChatClient {
     /// Sends a chat message (queued while disconnected) and returns its id, which the
-    /// `.delivered` event names once the recipient's client confirms it.
+    /// `.sent`, `.delivered` and `.displayed` events name as it gets there.
     @discardableResult
     public func sendMessage(to recipient: JID, body: String) async -> String {
         let id = UUID().uuidString
         var message = XMLElement("message", namespace: XMLNamespace.client, ["to": recipient.description, "type": "chat", "id": id])
         message.append(XMLElement("body", text: body))
         message.append(XMLElement("request", namespace: XMLNamespace.receipts))
+        message.append(XMLElement("markable", namespace: XMLNamespace.chatMarkers))
         message.append(XMLElement("origin-id", namespace: XMLNamespace.stanzaID, ["id": id]))
         let record = MessageRecord(peer: recipient.bare, direction: .outgoing, id: id, originID: id, body: body, timestamp: Date())
         await persist { _ = try await $0.store(record) }
@@ -19,18 +22,40 @@ extension ChatClient {
         return id
     }
 
+    /// Takes back a message we sent (XEP-0424): the recipient's client and every archive copy
+    /// show it as recalled. Clients that do not know retraction see the fallback text.
+    public func retract(messageID: String, sentTo recipient: JID) async {
+        var message = XMLElement("message", namespace: XMLNamespace.client, ["to": recipient.bare.description, "type": "chat", "id": UUID().uuidString])
+        message.append(XMLElement("retract", namespace: XMLNamespace.messageRetract, ["id": messageID]))
+        message.append(XMLElement("fallback", namespace: XMLNamespace.fallback, ["for": XMLNamespace.messageRetract]))
+        message.append(XMLElement("body", text: "This person attempted to retract a previous message, but your client does not support it."))
+        message.append(XMLElement("store", namespace: XMLNamespace.hints))
+        let changed = await persisted(or: true) { try await $0.retract(id: messageID, peer: recipient, outgoing: true) }
+        await send(message)
+        if changed { await emit(.retracted(messageID: messageID, peer: recipient.bare, bySelf: true)) }
+    }
+
     func handleMessage(_ stanza: XMLElement) async {
+        if collectArchiveResult(stanza) { return }
         guard let message = IncomingMessage(stanza, ownBareJID: ownBareJID) else { return }
         if message.type == "error" {
             let error = StanzaError(stanza: stanza) ?? StanzaError(.undefinedCondition)
             return await emit(.stanzaError(id: message.id, from: message.from, error: error))
         }
         if let receipt = message.receiptFor, !receipt.isEmpty {
-            await persist { try await $0.markDelivered(id: receipt, peer: message.from) }
+            await persist { try await $0.advance(id: receipt, peer: message.from, to: .delivered) }
             await emit(.delivered(messageID: receipt, by: message.from))
+        }
+        if let displayed = message.displayedMarker {
+            if await persisted(or: true, { try await $0.markReadUpTo(id: displayed, peer: message.from) }) { await emit(.displayed(messageID: displayed, by: message.from)) }
         }
         // Group chat is not supported; its messages are not one-to-one conversations.
         guard message.type != "groupchat" else { return }
+        if let target = message.retracts {
+            // Only the sender may take a message back: the lookup is among what `from` sent.
+            if await persisted(or: true, { try await $0.retract(id: target, peer: message.from, outgoing: false) }) { await emit(.retracted(messageID: target, peer: message.from.bare, bySelf: false)) }
+            return
+        }
         if let body = message.body {
             let record = MessageRecord(
                 peer: message.from.bare, direction: .incoming, id: message.id, originID: message.originID,
@@ -51,16 +76,26 @@ extension ChatClient {
                     thread: message.thread, delayedUntil: message.delayedUntil, receiptRequested: message.receiptRequested)))
             }
         }
-        if message.receiptRequested, let id = message.id, mayReturnReceipt(to: message.from) {
+        if message.receiptRequested, let id = message.id, mayTellReadingState(to: message.from) {
             var receipt = XMLElement("message", namespace: XMLNamespace.client, ["to": message.from.description, "id": UUID().uuidString])
             receipt.append(XMLElement("received", namespace: XMLNamespace.receipts, ["id": id]))
             await send(receipt)
         }
     }
 
-    /// XEP-0184 §8: a receipt tells the sender we are online, so it goes only to those allowed
-    /// to see our presence anyway, and never to ourselves.
-    private func mayReturnReceipt(to sender: JID) -> Bool {
+    /// The server has our messages: they move from pending to sent.
+    func acknowledged(_ stanzas: [XMLElement]) async {
+        for stanza in stanzas where stanza.name == "message" && stanza.firstChild("body") != nil {
+            guard let id = stanza.id, let peer = stanza.to.flatMap({ try? JID($0) }),
+                stanza.firstChild("retract", namespace: XMLNamespace.messageRetract) == nil
+            else { continue }
+            if await persisted(or: true, { try await $0.advance(id: id, peer: peer, to: .sent) }) { await emit(.sent(messageID: id)) }
+        }
+    }
+
+    /// XEP-0184 §8 and XEP-0333 §5: receipts and markers tell the sender we are online and
+    /// reading, so they go only to those allowed to see our presence anyway, never to ourselves.
+    func mayTellReadingState(to sender: JID) -> Bool {
         guard sender.bare != ownBareJID else { return false }
         let subscription = roster[sender.bare]?.subscription
         return subscription == .from || subscription == .both
@@ -73,12 +108,29 @@ extension ChatClient {
         try await cache?.conversations() ?? []
     }
 
-    /// The last `limit` messages with `peer`, oldest first (empty without a cache).
+    /// The last `limit` messages with `peer`, oldest first, in the archive's order (empty
+    /// without a cache).
     public func history(with peer: JID, limit: Int = 100) async throws -> [StoredMessage] {
         try await cache?.history(with: peer, limit: limit) ?? []
     }
 
+    /// One of the cached messages, by its id (ours: the id `sendMessage` returned).
+    public func storedMessage(id: String) async throws -> StoredMessage? {
+        try await cache?.message(id: id)
+    }
+
+    /// The user has seen the conversation with `peer`: its unread count goes to zero and,
+    /// when they may know, `peer` learns their last message was displayed (XEP-0333).
     public func markRead(_ peer: JID) async throws {
-        try await cache?.markRead(peer)
+        guard let cache else { return }
+        try await cache.markRead(peer)
+        guard mayTellReadingState(to: peer), let last = try await cache.lastIncomingID(from: peer),
+            displayedMarkersSent[peer.bare] != last
+        else { return }
+        displayedMarkersSent[peer.bare] = last
+        var marker = XMLElement("message", namespace: XMLNamespace.client, ["to": peer.bare.description, "type": "chat", "id": UUID().uuidString])
+        marker.append(XMLElement("displayed", namespace: XMLNamespace.chatMarkers, ["id": last]))
+        marker.append(XMLElement("store", namespace: XMLNamespace.hints))
+        await send(marker)
     }
 }

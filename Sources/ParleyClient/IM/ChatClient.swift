@@ -32,11 +32,21 @@ public actor ChatClient {
     /// and `unsubscribed`).
     var removalReported: Set<JID> = []
     var status = Status()
+    /// The catch-up with the archive that runs now or ran last (see `synchronize()`).
+    var catchUp: Task<Void, any Error>?
+    /// False once the server said it keeps no archive for us (until the next new session).
+    var archiveAvailable = true
+    /// Results of our archive queries, by query id, until their answer comes.
+    var archivePages: [String: [ArchiveItem]] = [:]
+    /// The last message each contact was told we displayed (XEP-0333), to not repeat it.
+    var displayedMarkersSent: [JID: String] = [:]
     private var installed = false
     private let inbox: AsyncStream<InboxItem>.Continuation
 
     private enum InboxItem: Sendable {
         case stanza(XMLElement)
+        /// Stanzas the server took responsibility for (see `XMPPClient.addAcknowledgementHandler`).
+        case acknowledged([XMLElement])
         /// Resumed once every stanza queued before it has been handled (see `settle()`).
         case barrier(CheckedContinuation<Void, Never>)
     }
@@ -66,6 +76,9 @@ public actor ChatClient {
                 case .stanza(let stanza):
                     guard let self else { return }
                     await self.handle(stanza)
+                case .acknowledged(let stanzas):
+                    guard let self else { return }
+                    await self.acknowledged(stanzas)
                 case .barrier(let continuation):
                     continuation.resume()
                 }
@@ -91,7 +104,8 @@ public actor ChatClient {
             }
             let inbox = self.inbox
             await xmpp.addStanzaHandler { stanza in inbox.yield(.stanza(stanza)) }
-            await xmpp.addEstablishedHandler { [weak self] jid in await self?.sessionStarted(jid) }
+            await xmpp.addAcknowledgementHandler { stanzas in inbox.yield(.acknowledged(stanzas)) }
+            await xmpp.addEstablishedHandler { [weak self] jid, resumed in await self?.sessionStarted(jid, resumed: resumed) }
         }
         try await xmpp.connect()
     }
@@ -106,21 +120,37 @@ public actor ChatClient {
     /// signing out.
     public func settle() async throws {
         try await xmpp.ping()
+        await drainInbox()
+    }
+
+    /// Returns once every stanza received so far has been handled.
+    func drainInbox() async {
         let inbox = self.inbox
         await withCheckedContinuation { inbox.yield(.barrier($0)) }
     }
 
-    /// Runs after every successful (re)connect.
-    private func sessionStarted(_ jid: JID) async {
-        do {
-            try await refreshRoster()
-        } catch ClientError.disconnected {
-            return  // gone again already; the next session fetches it
-        } catch {
-            logger.warning("roster fetch failed", metadata: ["error": "\(error)"])
+    /// Runs after every successful (re)connect. A resumed session kept its roster and
+    /// presence on the server, so only the archive is consulted, for order.
+    private func sessionStarted(_ jid: JID, resumed: Bool) async {
+        if !resumed {
+            archiveAvailable = true
+            do {
+                try await refreshRoster()
+            } catch ClientError.disconnected {
+                return  // gone again already; the next session fetches it
+            } catch {
+                logger.warning("roster fetch failed", metadata: ["error": "\(error)"])
+            }
+            // The XMPP client announced plain availability; say what the user chose instead.
+            if status != Status() { await xmpp.send(presenceStanza(for: status)) }
         }
-        // The XMPP client announced plain availability; say what the user chose instead.
-        if status != Status() { await xmpp.send(presenceStanza(for: status)) }
+        do {
+            try await synchronize()
+        } catch ClientError.disconnected {
+            return  // the next session catches up
+        } catch {
+            logger.warning("catching up with the archive failed", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Sets the user's availability and status text, now and after every reconnect.
@@ -169,7 +199,10 @@ public actor ChatClient {
     private static let discoInfo: XMLElement = {
         var query = XMLElement("query", namespace: XMLNamespace.discoInfo)
         query.append(XMLElement("identity", ["category": "client", "type": "pc", "name": "Parley"]))
-        for feature in [XMLNamespace.discoInfo, XMLNamespace.receipts, XMLNamespace.ping, XMLNamespace.stanzaID] {
+        for feature in [
+            XMLNamespace.discoInfo, XMLNamespace.receipts, XMLNamespace.ping, XMLNamespace.stanzaID, XMLNamespace.chatMarkers,
+            XMLNamespace.messageRetract,
+        ] {
             query.append(XMLElement("feature", ["var": feature]))
         }
         return query

@@ -28,6 +28,10 @@ struct IncomingMessage {
     var receiptRequested: Bool
     /// The id of our message that this one acknowledges (XEP-0184 `<received/>`).
     var receiptFor: String?
+    /// The id of our message the recipient displayed (XEP-0333 `<displayed/>`).
+    var displayedMarker: String?
+    /// The origin id of the message this one retracts (XEP-0424 `<retract/>`).
+    var retracts: String?
 
     init?(_ stanza: XMLElement, ownBareJID: JID?) {
         guard let address = stanza.from, let from = try? JID(address) else { return nil }
@@ -42,6 +46,8 @@ struct IncomingMessage {
         delayedUntil = stanza.firstChild("delay", namespace: XMLNamespace.delay)?[attribute: "stamp"].flatMap(Self.parseStamp)
         receiptRequested = stanza.firstChild("request", namespace: XMLNamespace.receipts) != nil
         receiptFor = stanza.firstChild("received", namespace: XMLNamespace.receipts).map { $0[attribute: "id"] ?? stanza.id ?? "" }
+        displayedMarker = stanza.firstChild("displayed", namespace: XMLNamespace.chatMarkers)?[attribute: "id"]
+        retracts = stanza.firstChild("retract", namespace: XMLNamespace.messageRetract)?[attribute: "id"]
     }
 
     /// XEP-0082 date-time, with or without fractional seconds.

@@ -29,6 +29,7 @@ public enum XMLNamespace {
     public static let resultSetManagement = "http://jabber.org/protocol/rsm"
     public static let dataForms = "jabber:x:data"
     public static let messageRetract = "urn:xmpp:message-retract:1"
+    public static let fallback = "urn:xmpp:fallback:0"
     public static let archive = "urn:xmpp:mam:2"
     public static let carbons = "urn:xmpp:carbons:2"
     public static let blocking = "urn:xmpp:blocking"
