@@ -14,7 +14,10 @@ struct TestServer {
 
     static let password = "correct horse battery"
 
-    static func start(singleDevice: Bool = false, directory: String? = nil, port: Int = 0) async throws -> TestServer {
+    static func start(
+        singleDevice: Bool = false, resumeTimeout: Duration = .seconds(300), directory: String? = nil, port: Int = 0,
+        configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) async throws -> TestServer {
         let directory = directory ?? NSTemporaryDirectory() + "parley-client-tests-" + UUID().uuidString
         var configuration = ServerConfiguration()
         configuration.dataDirectory = directory
@@ -23,6 +26,8 @@ struct TestServer {
         configuration.registration.enabled = true
         configuration.sessions.singleDevice = singleDevice
         configuration.shutdown.gracePeriod = .seconds(2)
+        configuration.streamManagement.resumeTimeout = resumeTimeout
+        configure(&configuration)
         let running = try await RunningServer.start(configuration: configuration, logger: quietLogger("parleyd"))
         return TestServer(running: running, directory: directory)
     }
@@ -30,9 +35,10 @@ struct TestServer {
     /// Stops this server and starts a new one on the same port and data directory, as a
     /// restart of the process would.
     mutating func restart() async throws {
-        let port = running.c2sPort
+        var configuration = running.configuration
+        configuration.c2s.port = running.c2sPort
         await running.shutdown()
-        running = try await Self.start(singleDevice: running.configuration.sessions.singleDevice, directory: directory, port: port).running
+        running = try await RunningServer.start(configuration: configuration, logger: quietLogger("parleyd"))
     }
 
     func createAccount(_ username: String, password: String = TestServer.password) async throws {
@@ -125,8 +131,10 @@ func eventually(
 }
 
 /// Runs `body` with a fresh server, and stops it afterwards whatever happened.
-func withServer(singleDevice: Bool = false, _ body: (inout TestServer) async throws -> Void) async throws {
-    var server = try await TestServer.start(singleDevice: singleDevice)
+func withServer(
+    singleDevice: Bool = false, resumeTimeout: Duration = .seconds(300), _ body: (inout TestServer) async throws -> Void
+) async throws {
+    var server = try await TestServer.start(singleDevice: singleDevice, resumeTimeout: resumeTimeout)
     do {
         try await body(&server)
     } catch {

@@ -10,11 +10,12 @@ import Glibc
 /// A client killed mid-session (no `</stream:stream>`, no TLS close_notify) must leave the
 /// server's routing, so that messages to it wait in offline storage. Found with the CLI: the
 /// session stayed bound, and the next message to it made the server redeliver it to the same
-/// dead session until the stack overflowed.
+/// dead session until the stack overflowed. The client asked for resumption (XEP-0198), so
+/// the session first waits for it to come back, for the server's resume timeout.
 @Suite(.serialized, .enabled(if: CLI.executable != nil, "the parley executable is built next to the tests"))
 struct VanishedClientTests {
     @Test func aKilledClientIsUnboundAndItsMessagesWaitOffline() async throws {
-        try await withServer { server in
+        try await withServer(resumeTimeout: .seconds(1)) { server in
             try await server.createAccount("alice")
             try await server.createAccount("bob")
             let cli = try CLI(server: server)

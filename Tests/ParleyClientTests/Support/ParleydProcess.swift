@@ -1,0 +1,138 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import ParleyClient
+import ParleyCore
+import ParleyTLS
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The real `parleyd` executable in a process of its own, so a test can kill it with SIGKILL
+/// (no shutdown, no flush) and start it again on the same data directory and port.
+/// Unchecked: a test drives it from one task at a time (a killer task, then the test).
+final class ParleydProcess: @unchecked Sendable {
+    static let executable: URL? = {
+        let url = Bundle.main.executableURL?.deletingLastPathComponent().appendingPathComponent("parleyd")
+        return url.flatMap { FileManager.default.isExecutableFile(atPath: $0.path) ? $0 : nil }
+    }()
+
+    let directory: String
+    let port: Int
+    private var process: Process?
+
+    var configPath: String { directory + "/parleyd.yaml" }
+
+    /// Writes a configuration for 127.0.0.1 on a free port; `extra` is appended YAML.
+    init(extra: String = "") throws {
+        directory = NSTemporaryDirectory() + "parleyd-process-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        port = try Self.freePort()
+        let config = """
+            domain: localhost
+            data_dir: \(directory)/data
+            log_level: warning
+            c2s:
+              interfaces: [127.0.0.1]
+              port: \(port)
+              direct_tls_port: 0
+            limits:
+              stanzas_per_second: 10000
+              stanza_burst: 10000
+            shutdown:
+              grace_period: 2
+            \(extra)
+            """
+        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+    }
+
+    deinit {
+        if let process, process.isRunning { process.terminate() }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    func addUser(_ username: String, password: String) throws {
+        let command = try command(["adduser", "--config", configPath, username], environment: ["PARLEYD_PASSWORD": password])
+        command.standardOutput = FileHandle.nullDevice
+        try command.run()
+        command.waitUntilExit()
+        guard command.terminationStatus == 0 else { throw ProcessFailure(description: "parleyd adduser exited \(command.terminationStatus)") }
+    }
+
+    /// Starts the server and returns once it accepts connections.
+    func start() async throws {
+        let process = try command(["run", "--config", configPath])
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            guard process.isRunning else { throw ProcessFailure(description: "parleyd exited \(process.terminationStatus) on start") }
+            if Self.accepts(port: port) { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw ProcessFailure(description: "parleyd did not listen on \(port) within 20 s")
+    }
+
+    /// SIGKILL: nothing is flushed or closed politely.
+    func kill() {
+        guard let process, process.isRunning else { return }
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    func stop() {
+        guard let process, process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    /// The self-signed certificate the server made on its first start.
+    func certificateFingerprint() throws -> String {
+        try CertificateFingerprint.sha256(pemFile: directory + "/data/tls/localhost.crt")
+    }
+
+    func clientConfiguration(for username: String, password: String, port: Int? = nil) throws -> ClientConfiguration {
+        var configuration = ClientConfiguration(jid: try JID("\(username)@localhost"), password: password)
+        configuration.host = "127.0.0.1"
+        configuration.port = port ?? self.port
+        configuration.trust = .pinned(.sha256Fingerprint(try certificateFingerprint()))
+        configuration.reconnect.initialDelay = .milliseconds(100)
+        configuration.reconnect.maximumDelay = .milliseconds(500)
+        return configuration
+    }
+
+    private func command(_ arguments: [String], environment: [String: String] = [:]) throws -> Process {
+        guard let executable = Self.executable else { throw ProcessFailure(description: "parleyd is not built next to the tests") }
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        return process
+    }
+
+    private static func freePort() throws -> Int {
+        let channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).wait()
+        defer { try? channel.close().wait() }
+        return channel.localAddress!.port!
+    }
+
+    private static func accepts(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+}
+
+struct ProcessFailure: Error, CustomStringConvertible {
+    var description: String
+}
