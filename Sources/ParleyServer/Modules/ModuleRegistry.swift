@@ -36,11 +36,17 @@ public struct RoutedMessage: Sendable {
     /// Set when the archive is behind: the sender's stream waits on it before its next
     /// stanza, so a fast sender is slowed to what storage can keep instead of filling memory.
     public var backpressure: Task<Void, Never>?
+    /// The archive's sequence numbers for the message's rows: an XEP-0198 acknowledgement
+    /// covering the message waits until they are committed.
+    public var archived: ClosedRange<UInt64>?
 
-    public init(forRecipient: XMLElement, forSender: XMLElement, backpressure: Task<Void, Never>? = nil) {
+    public init(
+        forRecipient: XMLElement, forSender: XMLElement, backpressure: Task<Void, Never>? = nil, archived: ClosedRange<UInt64>? = nil
+    ) {
         self.forRecipient = forRecipient
         self.forSender = forSender
         self.backpressure = backpressure
+        self.archived = archived
     }
 }
 
