@@ -117,7 +117,8 @@ public final class RunningServer: Sendable {
             policy: policy, sessions: sessions, router: router, accounts: storage, registration: registration, tls: tls,
             connectionLimiter: ConnectionLimiter(perAddress: limits.connectionsPerIP, total: limits.maxConnections),
             authFailures: AuthFailureLimiter(maxFailures: limits.authFailuresPerIP, window: TimeAmount(limits.authFailureWindow)),
-            metrics: ServerMetrics(), events: events, streamFeatures: registry.streamFeatures, logger: logger)
+            metrics: ServerMetrics(), events: events, streamFeatures: registry.streamFeatures, logger: logger,
+            archive: configuration.archive.enabled ? archive : nil)
 
         let tracker = ConnectionTracker()
         var listeners: [any Channel] = []
