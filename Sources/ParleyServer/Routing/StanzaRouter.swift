@@ -116,6 +116,9 @@ public final class StanzaRouter: Sendable {
             bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
             return RouteResult()
         }
+        // A resend of a message already routed (a client whose resumption failed sends again
+        // what was never acknowledged) is handled as done, and goes nowhere a second time.
+        if let filter = modules.messageFilter, !filter(stanza, sender, to) { return RouteResult() }
         var routed = RoutedMessage(forRecipient: stanza, forSender: stanza)
         if type != "error", let archiver = modules.messageArchiver {
             routed = archiver(stanza, sender.jid, to)
