@@ -135,6 +135,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                // Scenarios hold the server's database write lock to play a slow disk.
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         .testTarget(
             name: "ParleyClientTests",

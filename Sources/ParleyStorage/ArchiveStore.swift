@@ -109,6 +109,18 @@ public struct ArchivePage: Sendable, Hashable {
     }
 }
 
+/// A message a user sent with an XEP-0359 origin-id, as read back from the user's archive.
+public struct SentOriginID: Sendable, Hashable {
+    /// The bare JID it was sent to.
+    public var to: String
+    public var originID: String
+
+    public init(to: String, originID: String) {
+        self.to = to
+        self.originID = originID
+    }
+}
+
 /// XEP-0313 archiving preferences.
 public struct ArchivePreferences: Sendable, Hashable {
     public enum Default: String, Sendable, Hashable {
@@ -137,6 +149,10 @@ public protocol ArchiveStore: Sendable {
     /// Throws `StorageError.itemNotFound` if `after` or `before` names no message of the
     /// user's archive.
     func queryArchive(user: String, _ query: ArchiveQuery) async throws -> ArchivePage
+
+    /// The newest `limit` messages with an origin-id that `user` sent (from `bareJID`, its own
+    /// address) still in its archive, newest first; empty for an unknown user.
+    func recentOriginIDs(of user: String, sentAs bareJID: String, limit: Int) async throws -> [SentOriginID]
 
     /// The defaults (always, no lists) for a user who never set any.
     func archivePreferences(of user: String) async throws -> ArchivePreferences

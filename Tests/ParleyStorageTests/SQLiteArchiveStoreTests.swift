@@ -145,4 +145,17 @@ import Testing
         try await storage.archive(Self.entries("r3", from: Self.juliet, at: 1400, retracts: "m10"), maxPerUser: nil)
         #expect(try await storage.queryArchive(user: "romeo", ArchiveQuery(after: "m9", max: 1)).messages.first?.stanza == nil)
     }
+
+    @Test func recentOriginIDsAreWhatTheUserSentNewestFirst() async throws {
+        let (storage, directory) = try await storageWithTen()
+        defer { directory.remove() }
+        try await storage.archive(Self.entries("m11", at: 1100, origin: "o11"), maxPerUser: nil)
+        try await storage.archive(Self.entries("m12", from: Self.juliet, at: 1200, origin: "o12"), maxPerUser: nil)
+        try await storage.archive(Self.entries("m13", at: 1300, origin: "o13"), maxPerUser: nil)
+        let sent = try await storage.recentOriginIDs(of: "romeo", sentAs: Self.romeo, limit: 10)
+        #expect(sent == [SentOriginID(to: Self.juliet, originID: "o13"), SentOriginID(to: Self.juliet, originID: "o11")])
+        #expect(try await storage.recentOriginIDs(of: "romeo", sentAs: Self.romeo, limit: 1).map(\.originID) == ["o13"])
+        #expect(try await storage.recentOriginIDs(of: "juliet", sentAs: Self.juliet, limit: 10).map(\.originID) == ["o12"])
+        #expect(try await storage.recentOriginIDs(of: "nobody", sentAs: "nobody@example.net", limit: 10).isEmpty)
+    }
 }

@@ -102,8 +102,9 @@ public final class ArchiveModule: ServerModule, Sendable {
                     owner: recipientUser, with: senderArchive, from: from, to: to, stanzaID: id, originID: originID,
                     stanza: StoredStanza.serialize(forRecipient), archivedAt: now, retracts: retracts))
         }
-        let backpressure = writer.enqueue(entries)
-        return RoutedMessage(forRecipient: forRecipient, forSender: forSender, backpressure: backpressure)
+        let queued = writer.enqueue(entries)
+        return RoutedMessage(
+            forRecipient: forRecipient, forSender: forSender, backpressure: queued?.backpressure, archived: queued?.sequences)
     }
 
     // MARK: Preferences

@@ -3,27 +3,45 @@ import NIOConcurrencyHelpers
 import ParleyStorage
 
 /// Hands archive entries to the store in the order they were routed (server order): one
-/// writer drains the queue and submits each batch as one transaction. Queries first wait
-/// for everything routed before them, so a client always finds what it just sent.
+/// writer drains the queue and submits each batch as one transaction. Every entry gets a
+/// sequence number; an entry counts as written once the transaction holding it committed
+/// (or was given up on), so "written through n" is what an acknowledgement may rely on.
+/// Queries first wait for everything routed before them, so a client finds what it just sent.
 final class ArchiveWriter: Sendable {
+    /// What became of entries, as far as an acknowledgement is concerned.
+    enum Outcome: Sendable, Equatable {
+        /// Not committed yet.
+        case pending
+        case committed
+        /// At least one of them could not be stored, even after retrying.
+        case failed
+    }
+
     private struct State {
         var pending: [ArchiveEntry] = []
         var writing = false
         var enqueued: UInt64 = 0
         var written: UInt64 = 0
         var waiters: [(UInt64, CheckedContinuation<Void, Never>)] = []
+        var committedBatches = 0
+        /// Entries given up on, oldest first; only the latest `maxFailureRanges` are kept.
+        var failures: [ClosedRange<UInt64>] = []
+        /// Failures at or below this were forgotten: entries there count as failed.
+        var failuresForgottenThrough: UInt64 = 0
     }
 
     private let store: any ArchiveStore
     private let maxPerUser: Int?
+    private let retryPauses: [Duration]
     private let logger: Logger
     private let state = NIOLockedValueBox(State())
     /// Touched only by the single drain task.
     nonisolated(unsafe) private var batchesSinceTrim = 31
 
-    init(store: any ArchiveStore, maxPerUser: Int?, logger: Logger) {
+    init(store: any ArchiveStore, maxPerUser: Int?, logger: Logger, retryPauses: [Duration] = ArchiveWriter.retryPauses) {
         self.store = store
         self.maxPerUser = maxPerUser
+        self.retryPauses = retryPauses
         self.logger = logger
     }
 
@@ -31,25 +49,46 @@ final class ArchiveWriter: Sendable {
     /// down to `resumeBelow`: memory stays bounded however fast clients send.
     static let highWater: UInt64 = 4096
     static let resumeBelow: UInt64 = 1024
+    /// A failed transaction is tried again after each of these pauses before its entries are
+    /// given up on: a busy or briefly full disk should not cost messages.
+    static let retryPauses: [Duration] = [.milliseconds(50), .milliseconds(500), .seconds(2)]
+    static let maxFailureRanges = 1024
 
-    /// Queues entries in routing order; returns a task to wait on when the archive is behind.
-    func enqueue(_ entries: [ArchiveEntry]) -> Task<Void, Never>? {
+    /// Queues entries in routing order. Returns their sequence numbers, and a task to wait on
+    /// when the archive is behind.
+    func enqueue(_ entries: [ArchiveEntry]) -> (sequences: ClosedRange<UInt64>, backpressure: Task<Void, Never>?)? {
         guard !entries.isEmpty else { return nil }
-        let (start, target) = state.withLockedValue { state -> (Bool, UInt64?) in
+        let (start, sequences, target) = state.withLockedValue { state -> (Bool, ClosedRange<UInt64>, UInt64?) in
             state.pending.append(contentsOf: entries)
+            let first = state.enqueued + 1
             state.enqueued += UInt64(entries.count)
             let behind = state.enqueued - state.written
             let target = behind > Self.highWater ? state.enqueued - Self.resumeBelow : nil
-            if state.writing { return (false, target) }
+            if state.writing { return (false, first...state.enqueued, target) }
             state.writing = true
-            return (true, target)
+            return (true, first...state.enqueued, target)
         }
         if start { Task { await drain() } }
-        guard let target else { return nil }
-        return Task { await self.waitUntilWritten(target) }
+        guard let target else { return (sequences, nil) }
+        return (sequences, Task { await self.waitUntilWritten(target) })
     }
 
-    private func waitUntilWritten(_ target: UInt64) async {
+    /// Whether the entries numbered `sequences` are committed, without waiting.
+    func outcome(of sequences: ClosedRange<UInt64>) -> Outcome {
+        state.withLockedValue { state in
+            guard state.written >= sequences.upperBound else { return .pending }
+            if sequences.lowerBound <= state.failuresForgottenThrough { return .failed }
+            // Failures are rare and few: a backwards scan stops at the first one before the span.
+            for failure in state.failures.reversed() {
+                if failure.upperBound < sequences.lowerBound { break }
+                if failure.overlaps(sequences) { return .failed }
+            }
+            return .committed
+        }
+    }
+
+    /// Returns once every entry up to `sequence` was committed or given up on.
+    func waitUntilWritten(_ target: UInt64) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ready = state.withLockedValue { state -> Bool in
                 if state.written >= target { return true }
@@ -60,19 +99,15 @@ final class ArchiveWriter: Sendable {
         }
     }
 
-    /// Returns once every entry enqueued before the call was handed to the store.
+    /// Returns once every entry enqueued before the call was committed or given up on.
     func flush() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready = state.withLockedValue { state -> Bool in
-                if state.written >= state.enqueued { return true }
-                state.waiters.append((state.enqueued, continuation))
-                return false
-            }
-            if ready { continuation.resume() }
-        }
+        await waitUntilWritten(state.withLockedValue { $0.enqueued })
     }
 
-    /// Shutdown: waits until everything accepted so far was handed to the store.
+    /// How many transactions committed so far: consecutive messages share them.
+    var committedBatches: Int { state.withLockedValue { $0.committedBatches } }
+
+    /// Shutdown: waits until everything accepted so far was committed or given up on.
     func waitUntilIdle(deadline: ContinuousClock.Instant) async {
         while state.withLockedValue({ $0.written < $0.enqueued }), ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(5))
@@ -100,19 +135,45 @@ final class ArchiveWriter: Sendable {
                 batchesSinceTrim += 1
                 let trim = batchesSinceTrim >= 32 ? maxPerUser : nil
                 if trim != nil { batchesSinceTrim = 0 }
-                do {
-                    try await store.archive(batch, maxPerUser: trim)
-                } catch {
-                    logger.error("messages not archived", metadata: ["count": "\(batch.count)", "error": "\(error)"])
-                }
+                let committed = await write(batch, trim: trim)
                 let ready = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+                    let first = state.written + 1
                     state.written += UInt64(batch.count)
+                    if committed {
+                        state.committedBatches += 1
+                    } else {
+                        state.failures.append(first...state.written)
+                        if state.failures.count > Self.maxFailureRanges {
+                            state.failuresForgottenThrough = state.failures.removeFirst().upperBound
+                        }
+                    }
                     let written = state.written
                     let ready = state.waiters.filter { $0.0 <= written }.map(\.1)
                     state.waiters.removeAll { $0.0 <= written }
                     return ready
                 }
                 for continuation in ready { continuation.resume() }
+            }
+        }
+    }
+
+    /// One transaction, retried after a pause or three. The writer moves on after giving up
+    /// (a poisoned batch must not stop every later message from being archived); the entries
+    /// are recorded as failed, so nothing acknowledges them as stored.
+    private func write(_ batch: [ArchiveEntry], trim: Int?) async -> Bool {
+        var attempt = 0
+        while true {
+            do {
+                try await store.archive(batch, maxPerUser: trim)
+                return true
+            } catch {
+                guard attempt < retryPauses.count else {
+                    logger.error("messages not archived", metadata: ["count": "\(batch.count)", "error": "\(error)"])
+                    return false
+                }
+                logger.warning("archive write failed; retrying", metadata: ["count": "\(batch.count)", "error": "\(error)"])
+                try? await Task.sleep(for: retryPauses[attempt])
+                attempt += 1
             }
         }
     }

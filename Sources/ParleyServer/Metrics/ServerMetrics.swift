@@ -10,6 +10,8 @@ public struct ServerMetrics: Sendable {
     let sessionsAuthenticated = Meter(label: "parley_sessions_authenticated")
     let authFailures = Counter(label: "parley_auth_failures_total")
     let authSuccesses = Counter(label: "parley_auth_successes_total")
+    /// Messages not routed again because their sender had already sent that origin-id.
+    let duplicateMessages = Counter(label: "parley_duplicate_messages_total")
     private let stanzasIn: [String: Counter]
     private let stanzasOut: [String: Counter]
     private let streamErrors: [StreamErrorCondition: Counter]

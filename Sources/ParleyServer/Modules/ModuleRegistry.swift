@@ -36,11 +36,17 @@ public struct RoutedMessage: Sendable {
     /// Set when the archive is behind: the sender's stream waits on it before its next
     /// stanza, so a fast sender is slowed to what storage can keep instead of filling memory.
     public var backpressure: Task<Void, Never>?
+    /// The archive's sequence numbers for the message's rows: an XEP-0198 acknowledgement
+    /// covering the message waits until they are committed.
+    public var archived: ClosedRange<UInt64>?
 
-    public init(forRecipient: XMLElement, forSender: XMLElement, backpressure: Task<Void, Never>? = nil) {
+    public init(
+        forRecipient: XMLElement, forSender: XMLElement, backpressure: Task<Void, Never>? = nil, archived: ClosedRange<UInt64>? = nil
+    ) {
         self.forRecipient = forRecipient
         self.forSender = forSender
         self.backpressure = backpressure
+        self.archived = archived
     }
 }
 
@@ -50,6 +56,14 @@ public typealias MessageArchiver = @Sendable (_ message: XMLElement, _ sender: J
 
 /// Told about a message after it was routed, with the sessions it went to (carbons, XEP-0280).
 public typealias MessageCopier = @Sendable (_ message: RoutedMessage, _ sender: SessionHandle, _ recipient: JID, _ deliveredTo: [SessionHandle]) -> Void
+
+/// Decides, before anything else happens to it, whether a message a local session sends to a
+/// local account is routed at all; false drops it silently (it still counts as handled).
+public typealias MessageFilter = @Sendable (_ message: XMLElement, _ sender: SessionHandle, _ recipient: JID) -> Bool
+
+/// Work to finish before a session of `username` completes its bind (loading per-account
+/// state); nil when there is none, so the usual login does not pay for a task.
+public typealias SessionPreparer = @Sendable (_ username: String) -> Task<Void, Never>?
 
 public struct IQKey: Sendable, Hashable, CustomStringConvertible {
     public var kind: IQKind
@@ -79,6 +93,8 @@ public struct ModuleRegistry: Sendable {
     private(set) var undeliverableMessageHandler: UndeliverableMessageHandler?
     private(set) var messageArchiver: MessageArchiver?
     private(set) var messageCopier: MessageCopier?
+    private(set) var messageFilter: MessageFilter?
+    private(set) var sessionPreparer: SessionPreparer?
 
     public init() {}
 
@@ -103,6 +119,16 @@ public struct ModuleRegistry: Sendable {
     public mutating func copyMessages(_ copier: @escaping MessageCopier) throws(Error) {
         if messageCopier != nil { throw .duplicateHandler(.account, "message copies") }
         messageCopier = copier
+    }
+
+    public mutating func filterMessages(_ filter: @escaping MessageFilter) throws(Error) {
+        if messageFilter != nil { throw .duplicateHandler(.account, "message filtering") }
+        messageFilter = filter
+    }
+
+    public mutating func prepareSessions(_ preparer: @escaping SessionPreparer) throws(Error) {
+        if sessionPreparer != nil { throw .duplicateHandler(.account, "session preparation") }
+        sessionPreparer = preparer
     }
 
     /// An element announced in the stream features after authentication, such as

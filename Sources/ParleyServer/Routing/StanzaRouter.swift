@@ -22,17 +22,17 @@ public final class StanzaRouter: Sendable {
         self.logger = logger
     }
 
-    /// Routes one stanza from a bound local session. Returns the work still running for it,
-    /// if any (presence handling reads and writes storage).
+    /// Routes one stanza from a bound local session. Returns what is still in flight for it
+    /// (presence handling reads and writes storage; messages are stored).
     @discardableResult
-    public func route(_ stanza: XMLElement, from sender: SessionHandle) -> Task<Void, Never>? {
+    public func route(_ stanza: XMLElement, from sender: SessionHandle) -> RouteResult {
         let to: JID
         if let address = stanza.to {
             do {
                 to = try JID(address)
             } catch {
                 bounce(stanza, to: sender, StanzaError(.jidMalformed, text: "The 'to' address is not a valid JID: \(error)."))
-                return nil
+                return RouteResult()
             }
         } else {
             // RFC 6120 §10.3: no 'to' means the sender's own account (for presence, §4.2 of
@@ -43,25 +43,25 @@ public final class StanzaRouter: Sendable {
             bounce(
                 stanza, to: sender,
                 StanzaError(.remoteServerNotFound, text: "This server does not talk to other servers (\(to.domainpart))."))
-            return nil
+            return RouteResult()
         }
         if to.localpart != nil, to.bare != sender.jid.bare {
             switch policy.verdict(from: sender.jid, to: to, stanza: stanza) {
             case .deliver: break
-            case .drop: return nil
+            case .drop: return RouteResult()
             case .reject(let error):
                 bounce(stanza, to: sender, error)
-                return nil
+                return RouteResult()
             }
         }
         switch stanza.name {
         case "iq":
             routeIQ(stanza, to: to, from: sender)
-            return nil
+            return RouteResult()
         case "message":
             return routeMessage(stanza, to: to, from: sender)
         default:
-            return routePresence(stanza, to: to, from: sender, hadAddress: stanza.to != nil)
+            return RouteResult(pending: routePresence(stanza, to: to, from: sender, hadAddress: stanza.to != nil))
         }
     }
 
@@ -110,12 +110,15 @@ public final class StanzaRouter: Sendable {
 
     // MARK: message
 
-    private func routeMessage(_ stanza: XMLElement, to: JID, from sender: SessionHandle) -> Task<Void, Never>? {
+    private func routeMessage(_ stanza: XMLElement, to: JID, from sender: SessionHandle) -> RouteResult {
         let type = stanza.type ?? "normal"
         if to.isDomain {
             bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
-            return nil
+            return RouteResult()
         }
+        // A resend of a message already routed (a client whose resumption failed sends again
+        // what was never acknowledged) is handled as done, and goes nowhere a second time.
+        if let filter = modules.messageFilter, !filter(stanza, sender, to) { return RouteResult() }
         var routed = RoutedMessage(forRecipient: stanza, forSender: stanza)
         if type != "error", let archiver = modules.messageArchiver {
             routed = archiver(stanza, sender.jid, to)
@@ -124,12 +127,13 @@ public final class StanzaRouter: Sendable {
         modules.messageCopier?(routed, sender, to, delivered)
         switch (work, routed.backpressure) {
         case (let work?, let backpressure?):
-            return Task {
-                await work.value
-                await backpressure.value
-            }
+            return RouteResult(
+                pending: Task {
+                    await work.value
+                    await backpressure.value
+                }, archived: routed.archived)
         case (let work, let backpressure):
-            return work ?? backpressure
+            return RouteResult(pending: work ?? backpressure, archived: routed.archived)
         }
     }
 

@@ -100,9 +100,13 @@ public final class RunningServer: Sendable {
         let archive = ArchiveModule(
             domain: domain, store: storage, maxMessagesPerUser: configuration.archive.maxMessagesPerUser, logger: logger)
         let carbons = CarbonsModule(sessions: sessions)
+        let metrics = ServerMetrics()
+        let duplicates = DuplicateMessageModule(
+            domain: domain, archive: configuration.archive.enabled ? storage : nil, sessions: sessions, events: events,
+            metrics: metrics, logger: logger)
         let disco = DiscoModule()
         var modules: [any ServerModule] = [
-            disco, PingModule(), VersionModule(), registration, roster, presence, offline, blocking, carbons,
+            disco, PingModule(), VersionModule(), registration, roster, presence, offline, blocking, carbons, duplicates,
         ]
         if configuration.archive.enabled { modules.append(archive) }
         if configuration.streamManagement.enabled { modules.append(StreamManagementModule()) }
@@ -117,7 +121,8 @@ public final class RunningServer: Sendable {
             policy: policy, sessions: sessions, router: router, accounts: storage, registration: registration, tls: tls,
             connectionLimiter: ConnectionLimiter(perAddress: limits.connectionsPerIP, total: limits.maxConnections),
             authFailures: AuthFailureLimiter(maxFailures: limits.authFailuresPerIP, window: TimeAmount(limits.authFailureWindow)),
-            metrics: ServerMetrics(), events: events, streamFeatures: registry.streamFeatures, logger: logger)
+            metrics: metrics, events: events, streamFeatures: registry.streamFeatures, logger: logger,
+            archive: configuration.archive.enabled ? archive : nil)
 
         let tracker = ConnectionTracker()
         var listeners: [any Channel] = []

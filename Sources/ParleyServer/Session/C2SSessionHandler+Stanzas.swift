@@ -17,7 +17,9 @@ extension C2SSessionHandler {
         // client wrote (or left out).
         stanza.from = handle.jid.description
         if consumedBySession(stanza, handle: handle) { return }
-        if let pending = server.router.route(stanza, from: handle) {
+        let routed = server.router.route(stanza, from: handle)
+        if let archived = routed.archived { boundSession?.archived(archived) }
+        if let pending = routed.pending {
             pendingDurability.append(pending)
             // Presence takes effect before anything after it; a run of messages to storage
             // is bounded so the queue of unconfirmed writes cannot grow without limit.

@@ -26,8 +26,7 @@ extension C2SSessionHandler {
             enableStreamManagement(element, session: session)
         case "r":
             guard session.isManaged else { return send(StreamManagementXML.failed(.unexpectedRequest)) }
-            write(.element(StreamManagementXML.answer(session.inboundCount)))
-            scheduleFlush()
+            answerAcknowledgementRequest(session)
         case "a":
             guard session.isManaged else { return send(StreamManagementXML.failed(.unexpectedRequest)) }
             guard let h = StreamManagementXML.counter(element[attribute: "h"]) else {
@@ -44,6 +43,26 @@ extension C2SSessionHandler {
             send(StreamManagementXML.failed(.unexpectedRequest))
         default:
             fail(StreamError(.unsupportedStanzaType, text: "<\(element.name)/> is not a stream management element."))
+        }
+    }
+
+    /// `<a h='…'/>` once every message `h` counts is stored. Offline copies already are (the
+    /// stream held this request until they were); archive rows may still be queued, and then
+    /// the stream is held until they commit, so later events still come in order.
+    private func answerAcknowledgementRequest(_ session: BoundSession) {
+        switch session.durableInbound() {
+        case .durable(let h):
+            write(.element(StreamManagementXML.answer(h)))
+            scheduleFlush()
+        case .pending(let sequences):
+            guard let archive = server.archive else { return }
+            suspend({ await archive.waitUntilWritten(sequences.upperBound) }) { [self] _ in
+                answerAcknowledgementRequest(session)
+            }
+        case .failed:
+            // Acknowledging would claim they are safe. Ended without resumption, the client
+            // resends everything unacknowledged; stanza ids keep that from duplicating.
+            fail(StreamError(.internalServerError, text: "Messages you sent could not be stored; send them again."))
         }
     }
 
@@ -101,18 +120,26 @@ extension C2SSessionHandler {
         guard let previd = element[attribute: "previd"], let h = StreamManagementXML.counter(element[attribute: "h"]) else {
             return send(StreamManagementXML.failed(.badRequest))
         }
-        guard let user = authenticatedUser, let context else { return }
-        let notFound = { [server] in
-            // Only the session's own user learns how far it got.
-            let h = server.resumption.tombstone(previd).flatMap { $0.user == user ? $0.h : nil }
-            return StreamManagementXML.failed(.itemNotFound, h: h)
-        }
+        guard let user = authenticatedUser else { return }
         guard let session = server.resumption.session(previd), session.user == user else {
-            return send(notFound())
+            return refuseResumption(previd, user: user)
         }
+        resume(session, previd: previd, h: h)
+    }
+
+    private func resume(_ session: BoundSession, previd: String, h: UInt32) {
+        guard let context, let user = authenticatedUser else { return }
         switch session.resume(by: attachment(context), h: h) {
         case .gone:
-            send(notFound())
+            refuseResumption(previd, user: user)
+        case .archivePending(let sequences):
+            guard let archive = server.archive else { return }
+            suspend({ await archive.waitUntilWritten(sequences.upperBound) }) { [self] _ in
+                resume(session, previd: previd, h: h)
+            }
+        case .archiveFailed:
+            session.end(reason: "messages it counted could not be archived")
+            send(StreamManagementXML.failed(.internalServerError))
         case .handledCountTooHigh(let h, let sendCount):
             session.end(reason: "resumed with an h higher than what was sent")
             failHandledCountTooHigh(h: h, sendCount: sendCount)
@@ -127,6 +154,28 @@ extension C2SSessionHandler {
             for stanza in resend { send(stanza) }
             if !resend.isEmpty { requestAcknowledgement() }
             scheduleFlush()
+        }
+    }
+
+    /// `<failed/>` for a session that is gone (XEP-0198 §5). Only the session's own user
+    /// learns how far it got, and only once what that `h` counts is stored; if some of it
+    /// could not be, there is no `h`, and the client resends everything it has not seen acknowledged.
+    private func refuseResumption(_ previd: String, user: String) {
+        guard let tombstone = server.resumption.tombstone(previd), tombstone.user == user else {
+            return send(StreamManagementXML.failed(.itemNotFound))
+        }
+        guard let sequences = tombstone.archive, let archive = server.archive else {
+            return send(StreamManagementXML.failed(.itemNotFound, h: tombstone.h))
+        }
+        switch archive.outcome(of: sequences) {
+        case .committed:
+            send(StreamManagementXML.failed(.itemNotFound, h: tombstone.h))
+        case .failed:
+            send(StreamManagementXML.failed(.itemNotFound))
+        case .pending:
+            suspend({ await archive.waitUntilWritten(sequences.upperBound) }) { [self] _ in
+                refuseResumption(previd, user: user)
+            }
         }
     }
 }

@@ -20,6 +20,8 @@ public final class ServerContext: Sendable {
     /// Post-authentication stream features that modules announce.
     public let streamFeatures: [XMLElement]
     public let logger: Logger
+    /// The archive's writer when archiving is on: XEP-0198 acknowledgements wait for it.
+    let archive: ArchiveWriter?
     /// Resumable sessions (XEP-0198) by id.
     let resumption = ResumptionRegistry()
     /// Keys the fake SCRAM salts of unknown users, so they are stable across attempts
@@ -30,8 +32,10 @@ public final class ServerContext: Sendable {
     public init(
         policy: C2SPolicy, sessions: SessionRegistry, router: StanzaRouter, accounts: any AccountStore,
         registration: RegistrationModule?, tls: TLSContext?, connectionLimiter: ConnectionLimiter, authFailures: AuthFailureLimiter,
-        metrics: ServerMetrics, events: ServerEventBus, streamFeatures: [XMLElement], logger: Logger
+        metrics: ServerMetrics, events: ServerEventBus, streamFeatures: [XMLElement], logger: Logger,
+        archive: ArchiveModule? = nil
     ) throws {
+        self.archive = archive?.writer
         self.events = events
         self.streamFeatures = streamFeatures
         self.policy = policy

@@ -44,6 +44,9 @@ final class BoundSession: Sendable {
         var resumptionID: String?
         var resumeTimeout: TimeAmount
         var maxUnacked: Int
+        /// The archive's sequence numbers of messages counted in `inbound` that no
+        /// acknowledgement has yet found committed: `h` may count them only once they are.
+        var unconfirmedArchive: ClosedRange<UInt64>?
     }
 
     private struct State: Sendable {
@@ -114,6 +117,45 @@ final class BoundSession: Sendable {
             state.management?.inbound &+= 1
             return true
         }
+    }
+
+    /// A message counted in `inbound` was queued for the archive as `sequences`.
+    func archived(_ sequences: ClosedRange<UInt64>) {
+        state.withLockedValue { state in
+            guard state.management != nil else { return }
+            let first = state.management!.unconfirmedArchive?.lowerBound ?? sequences.lowerBound
+            state.management!.unconfirmedArchive = first...sequences.upperBound
+        }
+    }
+
+    enum Durability: Equatable {
+        /// Everything counted is stored: this `h` may be reported.
+        case durable(h: UInt32)
+        /// Archive rows of counted messages are not committed yet; ask again once they are.
+        case pending(ClosedRange<UInt64>)
+        /// Some could not be stored: no `h` covering them may be reported.
+        case failed
+    }
+
+    /// The `h` an acknowledgement (`<a/>`) may give: nothing the server acknowledges may be
+    /// lost, even if the process is killed right after.
+    func durableInbound() -> Durability {
+        state.withLockedValue { state in
+            guard state.management != nil else { return .durable(h: 0) }
+            return Self.durability(of: &state.management!, archive: server.archive)
+        }
+    }
+
+    /// Checks the archive's progress without waiting; forgets what it found committed.
+    private static func durability(of management: inout Management, archive: ArchiveWriter?) -> Durability {
+        if let span = management.unconfirmedArchive, let archive {
+            switch archive.outcome(of: span) {
+            case .pending: return .pending(span)
+            case .failed: return .failed
+            case .committed: management.unconfirmedArchive = nil
+            }
+        }
+        return .durable(h: management.inbound)
     }
 
     /// The client's `<a h='…'/>`.
@@ -220,6 +262,12 @@ final class BoundSession: Sendable {
 
     enum Resumption {
         case resumed(SessionHandle, inbound: UInt32, resend: [XMLElement], previous: Attachment?)
+        /// Not resumed yet: the `h` to report counts messages whose archive rows are not
+        /// committed. Try again once they are.
+        case archivePending(ClosedRange<UInt64>)
+        /// Not resumed: messages the session counted could not be stored, so no `h` may be
+        /// reported; the caller ends the session.
+        case archiveFailed
         case gone
         case handledCountTooHigh(h: UInt32, sendCount: UInt32)
     }
@@ -229,6 +277,11 @@ final class BoundSession: Sendable {
         var released: [Unacked] = []
         let outcome: Resumption = state.withLockedValue { state in
             guard !state.ending, let handle = state.handle, state.management?.resumptionID != nil else { return .gone }
+            switch Self.durability(of: &state.management!, archive: server.archive) {
+            case .durable: break
+            case .pending(let span): return .archivePending(span)
+            case .failed: return .archiveFailed
+            }
             switch state.management!.queue.release(upTo: h) {
             case .success(let items): released = items
             case .failure(.handledCountTooHigh(let h, let sendCount)): return .handledCountTooHigh(h: h, sendCount: sendCount)
@@ -269,7 +322,8 @@ final class BoundSession: Sendable {
             return (management, state.held)
         }
         if let id = management?.resumptionID {
-            server.resumption.remove(id, tombstone: .init(user: user, h: management?.inbound ?? 0))
+            server.resumption.remove(
+                id, tombstone: .init(user: user, h: management?.inbound ?? 0, archive: management?.unconfirmedArchive))
         }
         server.events.publish(.sessionEnded(handle))
         server.metrics.sessionsAuthenticated.decrement()

@@ -6,6 +6,9 @@ final class ResumptionRegistry: Sendable {
     struct Tombstone: Sendable {
         var user: String
         var h: UInt32
+        /// Archive rows of messages counted in `h` not yet seen committed: the `h` is reported
+        /// only once they are, and not at all if they could not be stored.
+        var archive: ClosedRange<UInt64>?
     }
 
     private struct State {

@@ -10,6 +10,7 @@ enum SQLiteMigrations {
         migrator.registerMigration("v1", migrate: v1)
         migrator.registerMigration("v2", migrate: v2)
         migrator.registerMigration("v3", migrate: v3)
+        migrator.registerMigration("v4", migrate: v4)
         return migrator
     }
 
@@ -150,5 +151,13 @@ enum SQLiteMigrations {
                     PRIMARY KEY (account_id, jid)
                 ) WITHOUT ROWID;
                 """)
+    }
+
+    /// The origin-ids a user sent, newest first: read when the account's first session binds,
+    /// so a resend after a restart is recognised (XEP-0359). Partial, as most rows are
+    /// received messages or carry no origin-id.
+    private static func v4(_ db: Database) throws {
+        try db.execute(
+            sql: "CREATE INDEX archive_messages_sent ON archive_messages(account_id, from_bare, id) WHERE origin_id IS NOT NULL")
     }
 }

@@ -119,6 +119,21 @@ extension SQLiteStorage: ArchiveStore {
         }
     }
 
+    public func recentOriginIDs(of user: String, sentAs bareJID: String, limit: Int) async throws -> [SentOriginID] {
+        try await pool.read { db in
+            guard let accountID = try Self.accountID(of: user, in: db) else { return [] }
+            // Served by the partial index archive_messages_sent: no scan of received messages.
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT with_bare, origin_id FROM archive_messages
+                    WHERE account_id = ? AND from_bare = ? AND origin_id IS NOT NULL
+                    ORDER BY id DESC LIMIT ?
+                    """, arguments: [accountID, bareJID, max(limit, 0)])
+            return rows.map { SentOriginID(to: $0["with_bare"], originID: $0["origin_id"]) }
+        }
+    }
+
     public func archivePreferences(of user: String) async throws -> ArchivePreferences {
         try await pool.read { db in
             guard let accountID = try Self.accountID(of: user, in: db) else { return ArchivePreferences() }

@@ -1,0 +1,73 @@
+import Foundation
+import Logging
+@testable import ParleyServer
+import ParleyStorage
+import Synchronization
+import Testing
+
+/// The archive writer's sequence numbers: what an XEP-0198 acknowledgement may rely on.
+@Suite struct ArchiveWriterTests {
+    /// Stores in memory; fails every write while `failing` is set.
+    final class FlakyStore: ArchiveStore {
+        let failing = Mutex(false)
+        let attempts = Mutex(0)
+        let stored = Mutex<[ArchiveEntry]>([])
+
+        struct DiskFull: Error {}
+
+        func archive(_ entries: [ArchiveEntry], maxPerUser: Int?) async throws {
+            attempts.withLock { $0 += 1 }
+            if failing.withLock({ $0 }) { throw DiskFull() }
+            stored.withLock { $0.append(contentsOf: entries) }
+        }
+
+        func queryArchive(user: String, _ query: ArchiveQuery) async throws -> ArchivePage {
+            ArchivePage(messages: [], complete: true, count: 0, firstIndex: nil)
+        }
+        func recentOriginIDs(of user: String, sentAs bareJID: String, limit: Int) async throws -> [SentOriginID] { [] }
+        func archivePreferences(of user: String) async throws -> ArchivePreferences { ArchivePreferences() }
+        func setArchivePreferences(_ preferences: ArchivePreferences, of user: String) async throws {}
+        func pruneArchive(before date: Date) async throws -> Int { 0 }
+    }
+
+    private func entry(_ id: String) -> ArchiveEntry {
+        ArchiveEntry(
+            owner: "bob", with: "alice@localhost", from: "alice@localhost/a", to: "bob@localhost", stanzaID: id, originID: nil,
+            stanza: "<message/>", archivedAt: Date())
+    }
+
+    @Test func sequencesFollowTheRoutingOrderAndAreCommittedOnlyAfterTheWrite() async throws {
+        let store = FlakyStore()
+        let writer = ArchiveWriter(store: store, maxPerUser: nil, logger: Logger(label: "test"), retryPauses: [])
+        let first = try #require(writer.enqueue([entry("a"), entry("b")]))
+        let second = try #require(writer.enqueue([entry("c")]))
+        #expect(first.sequences == 1...2)
+        #expect(second.sequences == 3...3)
+        #expect(first.backpressure == nil)
+        await writer.waitUntilWritten(3)
+        #expect(writer.outcome(of: 1...3) == .committed)
+        #expect(store.stored.withLock { $0.map(\.stanzaID) } == ["a", "b", "c"])
+        #expect(writer.outcome(of: 4...4) == .pending)
+    }
+
+    @Test func aWriteThatKeepsFailingIsReportedAndLaterWritesGoOn() async throws {
+        let store = FlakyStore()
+        store.failing.withLock { $0 = true }
+        let writer = ArchiveWriter(
+            store: store, maxPerUser: nil, logger: Logger(label: "test"), retryPauses: [.milliseconds(1), .milliseconds(1)])
+        let lost = try #require(writer.enqueue([entry("a")]))
+        await writer.waitUntilWritten(lost.sequences.upperBound)
+        // Tried once and retried twice, then given up on: never reported as stored.
+        #expect(store.attempts.withLock { $0 } == 3)
+        #expect(writer.outcome(of: lost.sequences) == .failed)
+        #expect(writer.committedBatches == 0)
+
+        store.failing.withLock { $0 = false }
+        let kept = try #require(writer.enqueue([entry("b")]))
+        await writer.flush()
+        #expect(writer.outcome(of: kept.sequences) == .committed)
+        // A span reaching back over the failure is not safe either.
+        #expect(writer.outcome(of: lost.sequences.lowerBound...kept.sequences.upperBound) == .failed)
+        #expect(writer.committedBatches == 1)
+    }
+}
