@@ -12,10 +12,12 @@ import ParleyStorage
 /// Each account's memory is made when its first session binds, primed from the newest
 /// messages it sent in its archive (so resends are recognised after a restart too), and
 /// dropped once the account has had no session for `idleLifetime`: memory follows the
-/// accounts in use, at most `remembered` pairs (about 24 KB) each. Without an archive it
-/// lives in memory only.
+/// accounts in use, at most `remembered` pairs (about 6 KB) each. Resends are what a client
+/// sent since its last acknowledgement, which it asks for after every burst, so a few hundred
+/// cover them; more would cost each online account more than its whole session does.
+/// Without an archive it lives in memory only.
 public final class DuplicateMessageModule: ServerModule, Sendable {
-    static let remembered = 1000
+    static let remembered = 256
     static let idleLifetime: Duration = .seconds(600)
     static let sweepInterval: Duration = .seconds(60)
 
