@@ -15,10 +15,12 @@ struct ManagedSessionState {
     /// the answer covers everything sent before it arrives.
     var acknowledgementRequested = false
 
-    init(resumptionID: String?, jid: JID, counter: HandledCounter) {
+    /// - Parameter acknowledged: the server's count so far; 0 for a new session.
+    init(resumptionID: String?, jid: JID, counter: HandledCounter, acknowledged: UInt32 = 0) {
         self.resumptionID = resumptionID
         self.jid = jid
         self.counter = counter
+        self.acknowledged = acknowledged
     }
 
     mutating func sent(_ stanza: XMLElement) {

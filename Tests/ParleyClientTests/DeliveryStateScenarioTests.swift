@@ -1,0 +1,97 @@
+import Foundation
+import ParleyClient
+import ParleyCore
+import Testing
+
+/// What a sender sees of its message (sent, delivered, read), retraction, and a second
+/// device catching up from the archive.
+@Suite(.serialized) struct DeliveryStateScenarioTests {
+    let aliceJID = try! JID("alice@localhost")
+    let bobJID = try! JID("bob@localhost")
+
+    @Test func aMessageGoesFromSentToDeliveredToReadAndCanBeRecalled() async throws {
+        try await withServer { server in
+            try await server.createAccount("alice")
+            try await server.createAccount("bob")
+            let (alice, aliceEvents) = try server.client("alice")
+            let (bob, bobEvents) = try server.client("bob")
+            try await alice.connect()
+            try await bob.connect()
+            try await befriend(alice, aliceEvents, bob, bobEvents, note: nil)
+
+            let first = await alice.sendMessage(to: bobJID, body: "one")
+            let second = await alice.sendMessage(to: bobJID, body: "two")
+            for id in [first, second] {
+                try await aliceEvents.next("\(id) acknowledged by the server") { $0 == .sent(messageID: id) }
+                try await aliceEvents.next("\(id) delivered") { if case .delivered(id, _) = $0 { true } else { false } }
+            }
+            try await bobEvents.next("the second message") { if case .message(let m) = $0 { m.id == second } else { false } }
+            #expect(try await alice.history(with: bobJID).map(\.state) == [.delivered, .delivered])
+
+            // Bob opens the conversation: a displayed marker for the last message marks both read.
+            try await bob.markRead(aliceJID)
+            try await aliceEvents.next("read marker") { if case .displayed(second, let by) = $0 { by.bare == bobJID } else { false } }
+            #expect(try await alice.history(with: bobJID).map(\.state) == [.read, .read])
+
+            // Alice takes the first one back: Bob's client marks it, his cache forgets the text.
+            await alice.retract(messageID: first, sentTo: bobJID)
+            try await aliceEvents.next("own retraction") { $0 == .retracted(messageID: first, peer: bobJID, bySelf: true) }
+            try await bobEvents.next("retraction") { $0 == .retracted(messageID: first, peer: aliceJID, bySelf: false) }
+            let bobsView = try await bob.history(with: aliceJID)
+            #expect(bobsView.map(\.retracted) == [true, false])
+            #expect(bobsView.map(\.body) == ["", "two"])
+            // The retraction's fallback text is not shown as a message.
+            #expect(!bobEvents.all.contains { if case .message(let m) = $0 { m.body.contains("retract") } else { false } })
+
+            // A catch-up from the archive (its tombstone) keeps it retracted.
+            try await bob.synchronize()
+            #expect(try await bob.history(with: aliceJID).map(\.retracted) == [true, false])
+            await alice.disconnect()
+            await bob.disconnect()
+        }
+    }
+
+    @Test func aSecondDeviceCatchesUpFromTheArchiveInTheServersOrder() async throws {
+        try await withServer { server in
+            try await server.createAccount("alice")
+            try await server.createAccount("bob")
+            let (alice, aliceEvents) = try server.client("alice")
+            let (phone, phoneEvents) = try server.client("bob", resource: "phone")
+            let laptopCache = server.directory + "/clients/bob-laptop.sqlite"
+            let (laptop, _) = try server.client("bob", resource: "laptop", cachePath: laptopCache)
+            try await alice.connect()
+            try await phone.connect()
+            try await laptop.connect()
+            try await befriend(alice, aliceEvents, phone, phoneEvents, note: nil)
+            let early = await alice.sendMessage(to: bobJID, body: "before the laptop slept")
+            try await phoneEvents.next("early message") { if case .message(let m) = $0 { m.id == early } else { false } }
+            try await laptop.settle()
+            await laptop.disconnect()
+
+            // While the laptop is away, the phone talks with Alice: nothing waits offline for
+            // the laptop, so only the archive can tell it.
+            let question = await alice.sendMessage(to: bobJID, body: "lunch?")
+            try await phoneEvents.next("question") { if case .message(let m) = $0 { m.id == question } else { false } }
+            await phone.sendMessage(to: aliceJID, body: "yes, at one")
+            try await aliceEvents.next("answer") { if case .message(let m) = $0 { m.body == "yes, at one" } else { false } }
+            await alice.sendMessage(to: bobJID, body: "see you")
+            try await phoneEvents.next("see you") { if case .message(let m) = $0 { m.body == "see you" } else { false } }
+
+            let (laptopAgain, laptopEvents) = try server.client("bob", resource: "laptop", cachePath: laptopCache)
+            try await laptopAgain.connect()
+            try await laptopEvents.next("the missed question") { if case .message(let m) = $0 { m.body == "lunch?" } else { false } }
+            try await laptopAgain.synchronize()
+            let laptopView = try await laptopAgain.history(with: aliceJID)
+            #expect(laptopView.map(\.body) == ["before the laptop slept", "lunch?", "yes, at one", "see you"])
+            #expect(laptopView.map(\.direction) == [.incoming, .incoming, .outgoing, .incoming])
+            #expect(laptopView.allSatisfy { $0.confirmedByArchive })
+            // Only what it had not seen is news; the early message is not shown again.
+            #expect(!laptopEvents.all.contains { if case .message(let m) = $0 { m.id == early } else { false } })
+            try await phone.synchronize()
+            #expect(try await phone.history(with: aliceJID).map(\.body) == laptopView.map(\.body))
+            await alice.disconnect()
+            await phone.disconnect()
+            await laptopAgain.disconnect()
+        }
+    }
+}
