@@ -10,8 +10,7 @@ import Testing
 /// afterwards each side's cache must hold every message exactly once, in the same order.
 @Suite(.serialized) struct NoMessageLostTests {
     static let perSide = 1_000
-    let aliceJID = try! JID("alice@localhost")
-    let bobJID = try! JID("bob@localhost")
+    let messages = MessageExchange(perSide: NoMessageLostTests.perSide)
 
     @Test(arguments: [UInt64(1), 2, 3])
     func twoThousandMessagesThroughAConnectionCutter(seed: UInt64) async throws {
@@ -39,13 +38,13 @@ import Testing
         }
         let (alice, aliceEvents) = try client("alice")
         let (bob, bobEvents) = try client("bob")
-        try await connectThroughCuts(alice)
-        try await connectThroughCuts(bob)
+        try await messages.connectThroughCuts(alice)
+        try await messages.connectThroughCuts(bob)
 
-        try await exchange(alice, bob)
+        try await messages.exchange(alice, bob)
         proxy.setCutting(false)
-        let (aliceHistory, bobHistory) = try await caughtUp(alice, bob)
-        try verify(aliceHistory, bobHistory)
+        let (aliceHistory, bobHistory) = try await messages.caughtUp(alice, bob)
+        try messages.verify(aliceHistory, bobHistory)
 
         let counts = proxy.counts
         let sessions = { (events: EventRecorder) in
@@ -95,10 +94,10 @@ import Testing
             }
             return killedAt
         }
-        try await exchange(alice, bob, pause: .milliseconds(15), progress: progress)
+        try await messages.exchange(alice, bob, pause: .milliseconds(15), progress: progress)
         let killedAt = try await killer.value
-        let (aliceHistory, bobHistory) = try await caughtUp(alice, bob)
-        try verify(aliceHistory, bobHistory)
+        let (aliceHistory, bobHistory) = try await messages.caughtUp(alice, bob)
+        try messages.verify(aliceHistory, bobHistory)
         let all = aliceEvents.all
         let acknowledged = Set(all.compactMap { if case .sent(let id) = $0 { id } else { nil } })
         let sessions = all.filter { if case .connected = $0 { true } else { false } }.count
@@ -113,69 +112,6 @@ import Testing
                 + " messages, each exactly once, same order")
         await alice.disconnect()
         await bob.disconnect()
-    }
-
-    // MARK: The exchange
-
-    /// Connects, retrying while the cutter cuts the first attempts short.
-    private func connectThroughCuts(_ client: ChatClient) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while true {
-            do {
-                return try await client.connect()
-            } catch {
-                guard ContinuousClock.now < deadline else { throw error }
-                try await Task.sleep(for: .milliseconds(50))
-            }
-        }
-    }
-
-    /// Alice and Bob each send `perSide` numbered messages, interleaved, in small bursts.
-    private func exchange(_ alice: ChatClient, _ bob: ChatClient, pause: Duration = .milliseconds(5), progress: Progress? = nil) async throws {
-        for index in 0..<Self.perSide {
-            progress?.sent = index
-            await alice.sendMessage(to: bobJID, body: "a\(index)")
-            await bob.sendMessage(to: aliceJID, body: "b\(index)")
-            if index % 10 == 9 { try await Task.sleep(for: pause) }
-        }
-    }
-
-    /// Waits until both caches hold every message confirmed by the archive, catching up
-    /// again while they do not; returns both conversations.
-    private func caughtUp(_ alice: ChatClient, _ bob: ChatClient) async throws -> ([StoredMessage], [StoredMessage]) {
-        let deadline = ContinuousClock.now + .seconds(120)
-        while true {
-            try? await alice.synchronize()
-            try? await bob.synchronize()
-            let aliceHistory = try await alice.history(with: bobJID, limit: 100_000)
-            let bobHistory = try await bob.history(with: aliceJID, limit: 100_000)
-            let complete = { (history: [StoredMessage]) in
-                history.count >= 2 * Self.perSide && history.allSatisfy(\.confirmedByArchive)
-            }
-            if complete(aliceHistory) && complete(bobHistory) { return (aliceHistory, bobHistory) }
-            guard ContinuousClock.now < deadline else {
-                Issue.record("not caught up in time: alice has \(aliceHistory.count) (\(aliceHistory.filter(\.confirmedByArchive).count) confirmed), bob \(bobHistory.count) (\(bobHistory.filter(\.confirmedByArchive).count) confirmed)")
-                return (aliceHistory, bobHistory)
-            }
-            try await Task.sleep(for: .milliseconds(300))
-        }
-    }
-
-    /// Every message once, each sender's in the order sent, and both sides in the same order.
-    private func verify(_ aliceHistory: [StoredMessage], _ bobHistory: [StoredMessage]) throws {
-        let expected = Set((0..<Self.perSide).flatMap { ["a\($0)", "b\($0)"] })
-        for (name, history, own) in [("alice", aliceHistory, "a"), ("bob", bobHistory, "b")] {
-            let bodies = history.map(\.body)
-            #expect(bodies.count == 2 * Self.perSide, "\(name)'s cache holds \(bodies.count) messages")
-            #expect(Set(bodies) == expected, "\(name)'s cache misses \(expected.subtracting(bodies).sorted().prefix(10))")
-            #expect(Set(bodies).count == bodies.count, "\(name)'s cache holds duplicates")
-            #expect(history.allSatisfy { $0.direction == ($0.body.hasPrefix(own) ? .outgoing : .incoming) })
-            for prefix in ["a", "b"] {
-                let numbers = bodies.filter { $0.hasPrefix(prefix) }.compactMap { Int($0.dropFirst()) }
-                #expect(numbers == numbers.sorted(), "\(name)'s cache has \(prefix)'s messages out of order")
-            }
-        }
-        #expect(aliceHistory.map(\.body) == bobHistory.map(\.body), "both caches are in the same (the archive's) order")
     }
 }
 

@@ -28,6 +28,49 @@ import Testing
         let stoppedCleanly = await prosody.stop()
         #expect(stoppedCleanly, "Prosody did not exit with status 0 on SIGTERM; its log ends:\n\(log)")
     }
+
+    /// The no-message-lost exchange against Prosody's own XEP-0198 (mod_smacks) and MAM
+    /// (mod_mam), through the connection cutter. Over TLS the cutter cannot see stanzas, so
+    /// it cuts after random byte counts only.
+    @Test func messagesSurviveConnectionCutsWithProsodysStreamManagementAndArchive() async throws {
+        let prosody = try await ProsodyServer.start(
+            users: ["alice": "alice's password", "bob": "bob's password"], modules: ["smacks", "mam"])
+        let proxy = try await FaultInjectingProxy.start(
+            upstreamPort: prosody.port, seed: 11, plan: FaultInjectingProxy.Plan(bytesBeforeCut: 10_000...80_000, cutAfterMessage: 0))
+        let messages = MessageExchange(perSide: 300)
+        do {
+            func client(_ name: String) throws -> (ChatClient, EventRecorder) {
+                var configuration = try prosody.configuration(for: name, password: "\(name)'s password")
+                configuration.port = proxy.port
+                configuration.reconnect.initialDelay = .milliseconds(50)
+                configuration.reconnect.maximumDelay = .milliseconds(300)
+                let client = try ChatClient(
+                    configuration: configuration, cachePath: prosody.directory + "/clients/\(name).sqlite", logger: quietLogger("client.\(name)"))
+                return (client, EventRecorder(client.events))
+            }
+            let (alice, aliceEvents) = try client("alice")
+            let (bob, bobEvents) = try client("bob")
+            try await messages.connectThroughCuts(alice)
+            try await messages.connectThroughCuts(bob)
+            try await messages.exchange(alice, bob)
+            proxy.setCutting(false)
+            let (aliceHistory, bobHistory) = try await messages.caughtUp(alice, bob)
+            try messages.verify(aliceHistory, bobHistory)
+            let resumed = (aliceEvents.all + bobEvents.all).filter { if case .resumed = $0 { true } else { false } }.count
+            print("Prosody through the cutter: \(proxy.counts); \(resumed) resumptions; each cache holds \(aliceHistory.count) messages, each exactly once, same order")
+            #expect(proxy.counts.cuts > 0)
+            #expect(resumed > 0, "Prosody's sessions were resumed")
+            await alice.disconnect()
+            await bob.disconnect()
+        } catch {
+            print("--- Prosody log (\(prosody.logPath)), last lines ---\n\(prosody.logTail())")
+            await proxy.stop()
+            await prosody.stop()
+            throw error
+        }
+        await proxy.stop()
+        await prosody.stop()
+    }
 }
 
 /// A Prosody of its own: temporary configuration, data, certificate and log, one free port
@@ -59,7 +102,8 @@ final class ProsodyServer: @unchecked Sendable {
 
     /// Writes the configuration, creates `users` (name: password) with prosodyctl, starts
     /// Prosody in the foreground and returns once it listens.
-    static func start(users: [String: String]) async throws -> ProsodyServer {
+    /// `modules` are enabled on top of the basic set (for example "smacks", "mam").
+    static func start(users: [String: String], modules: [String] = []) async throws -> ProsodyServer {
         for tool in [executable, control] where !FileManager.default.isExecutableFile(atPath: tool) {
             throw Failure(description: "\(tool) is missing: the Prosody interop test needs Debian's prosody 0.12 package (run scripts/install-deps.sh, or apt-get install prosody)")
         }
@@ -76,7 +120,7 @@ final class ProsodyServer: @unchecked Sendable {
         // The port is free when probed but could be taken before Prosody binds it: try again.
         for _ in 0..<3 {
             let port = try freePort()
-            try writeConfig(directory: directory, port: port)
+            try writeConfig(directory: directory, port: port, modules: modules)
             if !FileManager.default.fileExists(atPath: directory + "/data/localhost/accounts") {
                 for (user, password) in users.sorted(by: { $0.key < $1.key }) {
                     let (status, output) = try await run(control, ["--config", configPath(in: directory), "register", user, "localhost", password], in: directory)
@@ -109,7 +153,7 @@ final class ProsodyServer: @unchecked Sendable {
         throw Failure(description: "Prosody did not start: \(lastFailure)\n--- prosody.log ---\n\(log)\n--- output ---\n\(out)")
     }
 
-    private static func writeConfig(directory: String, port: Int) throws {
+    private static func writeConfig(directory: String, port: Int, modules: [String]) throws {
         func lua(_ text: String) -> String {
             "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
         }
@@ -132,6 +176,7 @@ final class ProsodyServer: @unchecked Sendable {
             log = { { levels = { min = "debug" }, to = "file", filename = \(lua(logPath(in: directory))) } }
             modules_enabled = {
                 "roster"; "saslauth"; "tls"; "disco"; "ping"; "presence"; "message"; "offline"; "posix"; "stanza_debug";
+                \(modules.map { lua($0) + ";" }.joined(separator: " "))
             }
             ssl = { certificate = \(lua(directory + "/certs/localhost.crt")), key = \(lua(directory + "/certs/localhost.key")) }
             VirtualHost "localhost"
