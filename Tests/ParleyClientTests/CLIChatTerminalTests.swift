@@ -46,10 +46,25 @@ struct CLIChatTerminalTests {
                 try await alice.waitFor("talking to bob@localhost")
                 try alice.type("hello from alice's terminal")
                 try await bob.waitFor("alice@localhost: hello from alice's terminal")
+                // Each step of the message's way shows on the sender's screen.
+                try await alice.waitFor("✓ sent: “hello from alice's terminal”")
+                try await alice.waitFor("✓✓ delivered: “hello from alice's terminal”")
                 try bob.type("/to alice@localhost")
                 try await bob.waitFor("talking to alice@localhost")
                 try bob.type("hi alice, bob here")
                 try await alice.waitFor("bob@localhost: hi alice, bob here")
+                // Bob opened the conversation and answered: he has read it.
+                try await alice.waitFor("✓✓ read: “hello from alice's terminal”")
+
+                // Alice takes a message back; both screens say so, and so does the history.
+                try alice.type("oops, wrong window")
+                try await bob.waitFor("alice@localhost: oops, wrong window")
+                try alice.type("/recall")
+                try await alice.waitFor("you recalled a message to bob@localhost (message recalled)")
+                try await bob.waitFor("alice@localhost recalled a message (message recalled)")
+                try bob.type("/history")
+                try await bob.waitFor("alice@localhost: (message recalled)")
+                try await bob.waitFor("me: hi alice, bob here  ✓✓")
 
                 // Alice signs in on another device: the first terminal is told, and stays out.
                 let cache = server.directory + "/home/alice-second-device.sqlite"
