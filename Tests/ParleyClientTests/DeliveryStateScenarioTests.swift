@@ -94,4 +94,46 @@ import Testing
             await laptopAgain.disconnect()
         }
     }
+
+    @Test func carbonsShowWhatAnotherOnlineDeviceSendsAndReceives() async throws {
+        try await withServer { server in
+            try await server.createAccount("alice")
+            try await server.createAccount("bob")
+            let (alice, aliceEvents) = try server.client("alice")
+            let (phone, phoneEvents) = try server.client("bob", resource: "phone")
+            let (laptop, laptopEvents) = try server.client("bob", resource: "laptop")
+            try await alice.connect()
+            try await phone.connect()
+            try await laptop.connect()
+            try await befriend(alice, aliceEvents, phone, phoneEvents, note: nil)
+            try await phone.settle()
+            try await laptop.settle()
+
+            // To Alice's full JID of the phone only: the laptop learns of it by a carbon.
+            let phoneJID = try #require(await phone.xmpp.boundJID)
+            var direct = XMLElement("message", namespace: XMLNamespace.client, ["to": phoneJID.description, "type": "chat", "id": "direct-1"])
+            direct.append(XMLElement("body", text: "just for your phone"))
+            direct.append(XMLElement("request", namespace: XMLNamespace.receipts))
+            await alice.xmpp.send(direct)
+            try await phoneEvents.next("direct message") { if case .message(let m) = $0 { m.id == "direct-1" } else { false } }
+            try await laptopEvents.next("its carbon") { if case .message(let m) = $0 { m.id == "direct-1" && m.from.bare == aliceJID } else { false } }
+            // Only the phone, which the message was for, returned a receipt.
+            try await aliceEvents.next("the phone's receipt") { if case .delivered("direct-1", let by) = $0 { by == phoneJID } else { false } }
+
+            let reply = await phone.sendMessage(to: aliceJID, body: "sent from the phone")
+            try await aliceEvents.next("the reply") { if case .message(let m) = $0 { m.id == reply } else { false } }
+            try await laptopEvents.next("the phone's message, copied") {
+                if case .message(let m) = $0 { m.id == reply && m.from.bare == bobJID && m.to?.bare == aliceJID } else { false }
+            }
+            try await laptop.settle()
+            let laptopView = try await laptop.history(with: aliceJID)
+            #expect(laptopView.map(\.body) == ["just for your phone", "sent from the phone"])
+            #expect(laptopView.map(\.direction) == [.incoming, .outgoing])
+            try await alice.settle()
+            #expect(aliceEvents.all.filter { if case .delivered("direct-1", _) = $0 { true } else { false } }.count == 1)
+            await alice.disconnect()
+            await phone.disconnect()
+            await laptop.disconnect()
+        }
+    }
 }

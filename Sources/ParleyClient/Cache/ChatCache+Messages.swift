@@ -81,6 +81,16 @@ extension ChatCache {
         }
     }
 
+    /// Stores a message another of our devices sent (a carbon copy): the server has it, and
+    /// it is not unread. Returns false for a duplicate.
+    func storeSentElsewhere(_ record: MessageRecord) async throws -> Bool {
+        try await database.write { db in
+            if try Self.existingRow(peer: record.peer, outgoing: true, ids: record, db) != nil { return false }
+            try Self.insert(record, archivePosition: nil, state: .sent, retracted: false, db)
+            return true
+        }
+    }
+
     static func existingRow(peer: JID, outgoing: Bool, ids record: MessageRecord, _ db: Database) throws -> Int64? {
         guard record.stanzaID != nil || record.originID != nil || record.id != nil else { return nil }
         return try Int64.fetchOne(

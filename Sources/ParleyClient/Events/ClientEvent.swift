@@ -14,6 +14,8 @@ public enum ClientEvent: Sendable, Equatable {
     /// The server ended the session for a reason reconnecting would not fix; the client stays
     /// disconnected until the application calls `connect()` again.
     case kicked(KickReason)
+    /// A message received, caught up from the archive, or sent by another of our devices
+    /// (a carbon copy: `from` is then our own JID).
     case message(ChatMessage)
     /// The server took responsibility for a message this client sent (XEP-0198
     /// acknowledgement, or the archive listing it): it will not be lost.

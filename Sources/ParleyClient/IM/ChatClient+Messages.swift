@@ -35,8 +35,11 @@ extension ChatClient {
         if changed { await emit(.retracted(messageID: messageID, peer: recipient.bare, bySelf: true)) }
     }
 
-    func handleMessage(_ stanza: XMLElement) async {
+    /// - Parameter answersReceipts: false for a carbon copy, which the device it was
+    ///   addressed to answers.
+    func handleMessage(_ stanza: XMLElement, answersReceipts: Bool = true) async {
         if collectArchiveResult(stanza) { return }
+        if await handleCarbon(stanza) { return }
         guard let message = IncomingMessage(stanza, ownBareJID: ownBareJID) else { return }
         if message.type == "error" {
             let error = StanzaError(stanza: stanza) ?? StanzaError(.undefinedCondition)
@@ -76,7 +79,7 @@ extension ChatClient {
                     thread: message.thread, delayedUntil: message.delayedUntil, receiptRequested: message.receiptRequested)))
             }
         }
-        if message.receiptRequested, let id = message.id, mayTellReadingState(to: message.from) {
+        if answersReceipts, message.receiptRequested, let id = message.id, mayTellReadingState(to: message.from) {
             var receipt = XMLElement("message", namespace: XMLNamespace.client, ["to": message.from.description, "id": UUID().uuidString])
             receipt.append(XMLElement("received", namespace: XMLNamespace.receipts, ["id": id]))
             await send(receipt)

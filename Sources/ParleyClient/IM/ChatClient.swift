@@ -143,6 +143,7 @@ public actor ChatClient {
             }
             // The XMPP client announced plain availability; say what the user chose instead.
             if status != Status() { await xmpp.send(presenceStanza(for: status)) }
+            await enableCarbons()
         }
         do {
             try await synchronize()
@@ -201,7 +202,7 @@ public actor ChatClient {
         query.append(XMLElement("identity", ["category": "client", "type": "pc", "name": "Parley"]))
         for feature in [
             XMLNamespace.discoInfo, XMLNamespace.receipts, XMLNamespace.ping, XMLNamespace.stanzaID, XMLNamespace.chatMarkers,
-            XMLNamespace.messageRetract,
+            XMLNamespace.messageRetract, XMLNamespace.carbons,
         ] {
             query.append(XMLElement("feature", ["var": feature]))
         }
