@@ -141,7 +141,7 @@ let package = Package(
         .testTarget(
             name: "ParleyClientTests",
             dependencies: [
-                "ParleyClient", "ParleyServer", "ParleyStorage", "ParleyCore", "ParleyTLS",
+                "ParleyClient", "ParleyServer", "ParleyStorage", "ParleyCore", "ParleyTLS", "ParleyTestSupport",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

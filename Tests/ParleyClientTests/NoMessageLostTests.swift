@@ -28,13 +28,8 @@ import Testing
 
         func client(_ name: String) throws -> (ChatClient, EventRecorder) {
             var configuration = try server.configuration(for: name)
-            configuration.port = proxy.port
             configuration.security = .none
-            configuration.reconnect.initialDelay = .milliseconds(50)
-            configuration.reconnect.maximumDelay = .milliseconds(300)
-            let client = try ChatClient(
-                configuration: configuration, cachePath: server.directory + "/clients/\(name).sqlite", logger: quietLogger("client.\(name)"))
-            return (client, EventRecorder(client.events))
+            return try MessageExchange.client(configuration, through: proxy, cacheDirectory: server.directory + "/clients")
         }
         let (alice, aliceEvents) = try client("alice")
         let (bob, bobEvents) = try client("bob")

@@ -40,13 +40,8 @@ import Testing
         let messages = MessageExchange(perSide: 300)
         do {
             func client(_ name: String) throws -> (ChatClient, EventRecorder) {
-                var configuration = try prosody.configuration(for: name, password: "\(name)'s password")
-                configuration.port = proxy.port
-                configuration.reconnect.initialDelay = .milliseconds(50)
-                configuration.reconnect.maximumDelay = .milliseconds(300)
-                let client = try ChatClient(
-                    configuration: configuration, cachePath: prosody.directory + "/clients/\(name).sqlite", logger: quietLogger("client.\(name)"))
-                return (client, EventRecorder(client.events))
+                try MessageExchange.client(
+                    prosody.configuration(for: name, password: "\(name)'s password"), through: proxy, cacheDirectory: prosody.directory + "/clients")
             }
             let (alice, aliceEvents) = try client("alice")
             let (bob, bobEvents) = try client("bob")

@@ -2,6 +2,7 @@ import NIOCore
 import NIOEmbedded
 import ParleyCore
 import ParleyStream
+import ParleyTestSupport
 import ParleyTLS
 
 /// Sits after the decoder: passes every event on (so tests can `readInbound`) and keeps what
@@ -103,21 +104,6 @@ extension XMLStreamEvent {
     var header: XMLStreamHeader? {
         if case .streamOpened(let header) = self { return header }
         return nil
-    }
-}
-
-/// SplitMix64: a seeded generator, so a failing chunking can be replayed.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

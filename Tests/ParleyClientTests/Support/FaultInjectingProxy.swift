@@ -1,6 +1,7 @@
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import ParleyTestSupport
 
 /// A TCP proxy on 127.0.0.1 that cuts the connections passing through it at random moments,
 /// as a mobile network does: after a random number of bytes (so mostly in the middle of a
@@ -21,7 +22,7 @@ final class FaultInjectingProxy: Sendable {
     private let state: NIOLockedValueBox<State>
 
     struct State {
-        var generator: SplitMix64
+        var generator: SeededGenerator
         var plan: Plan
         var cutting = true
         var connections = 0
@@ -49,13 +50,13 @@ final class FaultInjectingProxy: Sendable {
     static func start(upstreamPort: Int, seed: UInt64, plan: Plan = Plan(), group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton)
         async throws -> FaultInjectingProxy
     {
-        let state = NIOLockedValueBox(State(generator: SplitMix64(seed: seed), plan: plan))
+        let state = NIOLockedValueBox(State(generator: SeededGenerator(seed: seed), plan: plan))
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { inbound in
                 let budget = state.withLockedValue { state -> Int in
                     state.connections += 1
-                    return state.generator.next(in: state.plan.bytesBeforeCut)
+                    return Int.random(in: state.plan.bytesBeforeCut, using: &state.generator)
                 }
                 let link = ProxyLink(budget: budget, state: state)
                 return ClientBootstrap(group: inbound.eventLoop)
@@ -160,30 +161,5 @@ final class FaultInjectingProxy: Sendable {
         func errorCaught(context: ChannelHandlerContext, error: any Error) {
             context.close(promise: nil)
         }
-    }
-}
-
-/// A small seeded generator (SplitMix64), so a failing seed can be run again.
-struct SplitMix64: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func next(in range: ClosedRange<Int>) -> Int {
-        Int.random(in: range, using: &self)
-    }
-
-    mutating func nextDouble() -> Double {
-        Double(next() >> 11) / Double(1 << 53)
     }
 }

@@ -10,6 +10,18 @@ struct MessageExchange {
     let aliceJID = try! JID("alice@localhost")
     let bobJID = try! JID("bob@localhost")
 
+    /// A client of `configuration`'s account that connects through `proxy` and comes back
+    /// quickly after each cut, with its own cache and a recorder of its events.
+    static func client(_ configuration: ClientConfiguration, through proxy: FaultInjectingProxy, cacheDirectory: String) throws -> (ChatClient, EventRecorder) {
+        var configuration = configuration
+        configuration.port = proxy.port
+        configuration.reconnect.initialDelay = .milliseconds(50)
+        configuration.reconnect.maximumDelay = .milliseconds(300)
+        let name = configuration.jid.localpart ?? "client"
+        let client = try ChatClient(configuration: configuration, cachePath: cacheDirectory + "/\(name).sqlite", logger: quietLogger("client.\(name)"))
+        return (client, EventRecorder(client.events))
+    }
+
     /// Connects, retrying while the cutter cuts the first attempts short.
     func connectThroughCuts(_ client: ChatClient) async throws {
         let deadline = ContinuousClock.now + .seconds(30)
