@@ -88,10 +88,7 @@ extension ChatCache {
     /// A message this device already has: the archive fixes its place (once; a second copy
     /// in the archive does not move it) and its stanza id, and vouches that the server has it.
     private static func confirm(row: Int64, item: ArchiveItem, position: Int64, events: inout [ClientEvent], _ db: Database) throws {
-        if item.outgoing, let id = item.originID ?? item.id,
-            try Int.fetchOne(db, sql: "SELECT state FROM message WHERE id = ?", arguments: [row]) == StoredMessage.DeliveryState.pending.rawValue
-        {
-            try db.execute(sql: "UPDATE message SET state = ? WHERE id = ?", arguments: [StoredMessage.DeliveryState.sent.rawValue, row])
+        if item.outgoing, let id = item.originID ?? item.id, try acknowledge(id: id, peer: item.peer, db) {
             events.append(.sent(messageID: id))
         }
         if item.isTombstone {

@@ -111,12 +111,13 @@ extension ChatCache {
         let outgoing = record.direction == .outgoing
         try db.execute(
             sql: """
-                INSERT INTO message (peer, outgoing, message_id, origin_id, stanza_id, body, sent_at, state, archive_position, retracted)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO message (peer, outgoing, message_id, origin_id, stanza_id, body, sent_at, state, archive_position, retracted,
+                    acknowledged)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 peer, outgoing, record.id, record.originID, record.stanzaID, record.body, record.timestamp.timeIntervalSince1970,
-                state.rawValue, archivePosition, retracted,
+                state.rawValue, archivePosition, retracted, outgoing && state >= .sent,
             ])
         let row = db.lastInsertedRowID
         try db.execute(
@@ -126,6 +127,23 @@ extension ChatCache {
                 """,
             arguments: [peer, outgoing || retracted ? 0 : 1])
         return row
+    }
+
+    /// The server has taken the outgoing message `id` to `peer`: it is at least sent. Returns
+    /// whether this is news — once per message, whatever the order in which its
+    /// acknowledgement, receipt and read marker arrive.
+    func acknowledge(id: String, peer: JID) async throws -> Bool {
+        try await database.write { db in try Self.acknowledge(id: id, peer: peer, db) }
+    }
+
+    static func acknowledge(id: String, peer: JID, _ db: Database) throws -> Bool {
+        try db.execute(
+            sql: """
+                UPDATE message SET acknowledged = 1, state = MAX(state, ?)
+                WHERE peer = ? AND outgoing = 1 AND (message_id = ? OR origin_id = ?) AND acknowledged = 0
+                """,
+            arguments: [StoredMessage.DeliveryState.sent.rawValue, peer.bare.description, id, id])
+        return db.changesCount > 0
     }
 
     /// Moves the outgoing message `id` to `peer` forward to `state` (never back). Returns

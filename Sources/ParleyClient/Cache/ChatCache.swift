@@ -60,6 +60,8 @@ public final class ChatCache: Sendable {
                 UPDATE message SET state = CASE WHEN delivered = 1 THEN 2 WHEN outgoing = 1 THEN 1 ELSE 0 END;
                 ALTER TABLE message ADD COLUMN archive_position INTEGER;
                 ALTER TABLE message ADD COLUMN retracted INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE message ADD COLUMN acknowledged INTEGER NOT NULL DEFAULT 0;
+                UPDATE message SET acknowledged = 1 WHERE outgoing = 1 AND state >= 1;
                 CREATE INDEX message_in_order ON message (peer, archive_position, id);
                 CREATE INDEX message_by_archive_position ON message (archive_position);
                 """)

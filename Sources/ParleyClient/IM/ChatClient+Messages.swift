@@ -92,7 +92,7 @@ extension ChatClient {
             guard let id = stanza.id, let peer = stanza.to.flatMap({ try? JID($0) }),
                 stanza.firstChild("retract", namespace: XMLNamespace.messageRetract) == nil
             else { continue }
-            if await persisted(or: true, { try await $0.advance(id: id, peer: peer, to: .sent) }) { await emit(.sent(messageID: id)) }
+            if await persisted(or: true, { try await $0.acknowledge(id: id, peer: peer) }) { await emit(.sent(messageID: id)) }
         }
     }
 
