@@ -9,8 +9,10 @@ import ParleyStorage
 /// same bare JID is dropped (no delivery, archive row, offline copy or carbon), though it
 /// still counts as handled.
 ///
-/// Each account's memory is made when its first session binds, primed from the newest
-/// messages it sent in its archive (so resends are recognised after a restart too), and
+/// Each account's memory is made when it first sends a message with an origin-id (its stream
+/// waits for that one archive read), primed from the newest messages it sent in its archive
+/// (so resends are recognised after a restart too) — not at login, which stays as cheap as
+/// it was for the many sessions that only sit there — and
 /// dropped once the account has had no session for `idleLifetime`: memory follows the
 /// accounts in use, at most `remembered` pairs (about 6 KB) each. Resends are what a client
 /// sent since its last acknowledgement, which it asks for after every burst, so a few hundred
@@ -64,8 +66,8 @@ public final class DuplicateMessageModule: ServerModule, Sendable {
         try registry.filterMessages { [self] message, sender, recipient in
             admit(message, from: sender, to: recipient)
         }
-        try registry.prepareSessions { [self] username in
-            prepare(username)
+        try registry.prepareMessages { [self] message, username in
+            prepare(message, of: username)
         }
     }
 
@@ -94,9 +96,11 @@ public final class DuplicateMessageModule: ServerModule, Sendable {
 
     // MARK: Lifetime
 
-    /// Before a bind: the account's memory exists, primed from the archive if it was just made.
-    private func prepare(_ username: String) -> Task<Void, Never>? {
-        state.withLockedValue { state in
+    /// Before a message with an origin-id is routed: the account's memory exists, primed from
+    /// the archive if it was just made. Returns the priming to wait for, if it is not done.
+    private func prepare(_ message: XMLElement, of username: String) -> Task<Void, Never>? {
+        guard message.firstChild("origin-id", namespace: XMLNamespace.stanzaID) != nil else { return nil }
+        return state.withLockedValue { state in
             sweepIfDue(&state)
             if state.accounts[username] != nil {
                 state.accounts[username]!.idleSince = nil

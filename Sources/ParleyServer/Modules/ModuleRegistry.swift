@@ -61,9 +61,9 @@ public typealias MessageCopier = @Sendable (_ message: RoutedMessage, _ sender: 
 /// local account is routed at all; false drops it silently (it still counts as handled).
 public typealias MessageFilter = @Sendable (_ message: XMLElement, _ sender: SessionHandle, _ recipient: JID) -> Bool
 
-/// Work to finish before a session of `username` completes its bind (loading per-account
-/// state); nil when there is none, so the usual login does not pay for a task.
-public typealias SessionPreparer = @Sendable (_ username: String) -> Task<Void, Never>?
+/// Work to finish before a message `username` sent is counted and routed (loading
+/// per-account state); nil when there is none, so the usual message does not pay for a task.
+public typealias MessagePreparer = @Sendable (_ message: XMLElement, _ username: String) -> Task<Void, Never>?
 
 public struct IQKey: Sendable, Hashable, CustomStringConvertible {
     public var kind: IQKind
@@ -94,7 +94,7 @@ public struct ModuleRegistry: Sendable {
     private(set) var messageArchiver: MessageArchiver?
     private(set) var messageCopier: MessageCopier?
     private(set) var messageFilter: MessageFilter?
-    private(set) var sessionPreparer: SessionPreparer?
+    private(set) var messagePreparer: MessagePreparer?
 
     public init() {}
 
@@ -126,9 +126,11 @@ public struct ModuleRegistry: Sendable {
         messageFilter = filter
     }
 
-    public mutating func prepareSessions(_ preparer: @escaping SessionPreparer) throws(Error) {
-        if sessionPreparer != nil { throw .duplicateHandler(.account, "session preparation") }
-        sessionPreparer = preparer
+    /// Runs before a bound session's message is counted and routed; a returned task holds
+    /// the stream (in order) until per-account state the routing needs is loaded.
+    public mutating func prepareMessages(_ preparer: @escaping MessagePreparer) throws(Error) {
+        if messagePreparer != nil { throw .duplicateHandler(.account, "message preparation") }
+        messagePreparer = preparer
     }
 
     /// An element announced in the stream features after authentication, such as

@@ -47,12 +47,9 @@ extension C2SSessionHandler {
         let (handle, session) = makeHandle(jid: jid, user: username, context: context)
         pendingSession?.discard()
         pendingSession = session
-        // Per-account state the modules load for the account's first session (such as the
-        // origin-ids it sent) is ready before the client can send anything.
-        let preparation = server.router.modules.sessionPreparer?(username)
-        // The usual case, nothing to replace or load: bind now. Waiting (below) costs a task,
-        // a task group and a cancelled 5-second sleep per login.
-        if replaced.isEmpty, preparation == nil {
+        // The usual case, nothing to replace: bind now. Waiting (below) costs a task, a task
+        // group and a cancelled 5-second sleep per login.
+        if replaced.isEmpty {
             return completeBind(handle, request: element, replacing: [])
         }
         for old in replaced { old.terminate(StreamError(.conflict, text: replacementNotice)) }
@@ -61,8 +58,6 @@ extension C2SSessionHandler {
         let waits = replaced.map(\.closeFuture)
         let timeout = policy.replacementTimeout
         suspend({
-            await preparation?.value
-            guard !waits.isEmpty else { return }
             try? await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { for wait in waits { try? await wait.get() } }
                 group.addTask { try await Task.sleep(nanoseconds: UInt64(timeout.nanoseconds)) }

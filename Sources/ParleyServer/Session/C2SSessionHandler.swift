@@ -237,6 +237,11 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
                 return waitForDurability()
             }
             if isStreamManagement(element), let session = boundSession { return streamManagement(element, session: session) }
+            if element.name == "message", let user = handle.jid.localpart, let preparation = server.router.modules.messagePreparer?(element, user) {
+                // Before it is counted: handled again, in order, once the state is loaded.
+                suspendedEvents.pushFront(.stanza(element))
+                return suspend({ await preparation.value }) { _ in }
+            }
             receivedStanza(element, from: handle)
         }
     }
