@@ -145,3 +145,43 @@ import Testing
         }
     }
 }
+
+/// A program that ends before the server acknowledged what it wrote.
+@Suite(.serialized) struct UnsentAtExitTests {
+    @Test func whatAnEarlierRunLeftUnacknowledgedIsSentByTheNextOnce() async throws {
+        try await withServer { server in
+            try await server.createAccount("alice")
+            try await server.createAccount("bob")
+            let bobJID = try JID("bob@localhost")
+            let cache = server.directory + "/clients/alice-laptop.sqlite"
+            // The first run writes while offline and ends without ever connecting.
+            do {
+                let (firstRun, _) = try server.client("alice", cachePath: cache)
+                await firstRun.sendMessage(to: bobJID, body: "written on the train")
+                await firstRun.sendMessage(to: bobJID, body: "and another")
+                #expect(try await firstRun.history(with: bobJID).map(\.state) == [.pending, .pending])
+            }
+            let (bob, bobEvents) = try server.client("bob")
+            try await bob.connect()
+            let (secondRun, secondEvents) = try server.client("alice", cachePath: cache)
+            try await secondRun.connect()
+            try await bobEvents.next("the first") { if case .message(let m) = $0 { m.body == "written on the train" } else { false } }
+            try await bobEvents.next("the second") { if case .message(let m) = $0 { m.body == "and another" } else { false } }
+            try await eventually("both acknowledged") {
+                try await secondRun.history(with: bobJID).allSatisfy { $0.state >= .sent }
+            }
+            #expect(secondEvents.all.filter { if case .sent = $0 { true } else { false } }.count == 2)
+
+            // A third run has nothing left to send: Bob sees each message once.
+            await secondRun.disconnect()
+            let (thirdRun, _) = try server.client("alice", cachePath: cache)
+            try await thirdRun.connect()
+            try await thirdRun.settle()
+            try await bob.settle()
+            #expect(bobEvents.all.filter { if case .message = $0 { true } else { false } }.count == 2)
+            #expect(try await bob.history(with: try JID("alice@localhost")).map(\.body) == ["written on the train", "and another"])
+            await thirdRun.disconnect()
+            await bob.disconnect()
+        }
+    }
+}

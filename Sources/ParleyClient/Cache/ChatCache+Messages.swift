@@ -243,6 +243,24 @@ extension ChatCache {
         }
     }
 
+    /// Messages we wrote that no server has acknowledged, oldest first: what a previous run of
+    /// the program left unsent (or unconfirmed) when it ended.
+    func unacknowledgedOutgoing() async throws -> [(peer: JID, id: String, body: String)] {
+        try await database.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT peer, COALESCE(origin_id, message_id) AS stanza_key, body FROM message
+                    WHERE outgoing = 1 AND acknowledged = 0 AND retracted = 0 AND COALESCE(origin_id, message_id) IS NOT NULL
+                    ORDER BY message.id
+                    """
+            ).compactMap { row in
+                guard let peer = try? JID(row["peer"] as String) else { return nil }
+                return (peer, row["stanza_key"], row["body"])
+            }
+        }
+    }
+
     /// The id of the last message `peer` sent us that is not retracted: what a displayed
     /// marker names.
     func lastIncomingID(from peer: JID) async throws -> String? {

@@ -11,15 +11,29 @@ extension ChatClient {
     @discardableResult
     public func sendMessage(to recipient: JID, body: String) async -> String {
         let id = UUID().uuidString
+        let record = MessageRecord(peer: recipient.bare, direction: .outgoing, id: id, originID: id, body: body, timestamp: Date())
+        // Kept before it is sent: if this program ends before the server acknowledges it,
+        // the next run sends it again (see `resendUnacknowledged`).
+        await persist { _ = try await $0.store(record) }
+        await send(Self.chatMessage(to: recipient, id: id, body: body))
+        return id
+    }
+
+    static func chatMessage(to recipient: JID, id: String, body: String) -> XMLElement {
         var message = XMLElement("message", namespace: XMLNamespace.client, ["to": recipient.description, "type": "chat", "id": id])
         message.append(XMLElement("body", text: body))
         message.append(XMLElement("request", namespace: XMLNamespace.receipts))
         message.append(XMLElement("markable", namespace: XMLNamespace.chatMarkers))
         message.append(XMLElement("origin-id", namespace: XMLNamespace.stanzaID, ["id": id]))
-        let record = MessageRecord(peer: recipient.bare, direction: .outgoing, id: id, originID: id, body: body, timestamp: Date())
-        await persist { _ = try await $0.store(record) }
-        await send(message)
-        return id
+        return message
+    }
+
+    /// Queues again what an earlier run wrote and no server acknowledged, with the same ids,
+    /// so the server (by origin-id) and the recipient (by its cache) drop what did arrive.
+    func resendUnacknowledged() async {
+        let unsent = await persisted(or: []) { try await $0.unacknowledgedOutgoing() }
+        for message in unsent { await send(Self.chatMessage(to: message.peer, id: message.id, body: message.body)) }
+        if !unsent.isEmpty { logger.info("sending again what the last run left unacknowledged", metadata: ["count": "\(unsent.count)"]) }
     }
 
     /// Takes back a message we sent (XEP-0424): the recipient's client and every archive copy

@@ -106,6 +106,7 @@ public actor ChatClient {
             await xmpp.addStanzaHandler { stanza in inbox.yield(.stanza(stanza)) }
             await xmpp.addAcknowledgementHandler { stanzas in inbox.yield(.acknowledged(stanzas)) }
             await xmpp.addEstablishedHandler { [weak self] jid, resumed in await self?.sessionStarted(jid, resumed: resumed) }
+            await resendUnacknowledged()
         }
         try await xmpp.connect()
     }
