@@ -35,7 +35,9 @@ public actor XMPPClient {
     private var attempt = 0
     private var stanzaHandlers: [@Sendable (XMLElement) async -> Void] = []
     private var establishedHandlers: [@Sendable (JID, Bool) async -> Void] = []
-    private var acknowledgementHandlers: [@Sendable ([XMLElement]) async -> Void] = []
+    private var acknowledgementHandlers: [@Sendable ([XMLElement]) -> Void] = []
+    /// Callers of `waitForAcknowledgements()`, resumed when nothing is unacknowledged.
+    private var acknowledgementWaiters: [CheckedContinuation<Void, Never>] = []
     /// The XEP-0198 session, kept after its connection drops so the next one can resume it
     /// or at least resend what the server never acknowledged.
     private var managed: ManagedSessionState?
@@ -128,6 +130,7 @@ public actor XMPPClient {
         // A closing stream is handled in full by the server (XEP-0198 §4): nothing to resume.
         managed = nil
         managedIsLive = false
+        resumeAcknowledgementWaiters()
         boundJID = nil
         streamFeatures = nil
         generation += 1
@@ -268,7 +271,26 @@ public actor XMPPClient {
         guard let handled = acknowledge(h) else { return }
         notifyAcknowledged(handled)
         // Whatever went out after our `<r/>` still needs its own acknowledgement.
-        if managed?.unacknowledged.isEmpty == false { requestAcknowledgement() }
+        if managed?.unacknowledged.isEmpty == false {
+            requestAcknowledgement()
+        } else {
+            resumeAcknowledgementWaiters()
+        }
+    }
+
+    /// Returns once the server has acknowledged everything sent so far (XEP-0198), or the
+    /// connection is gone; at once on a stream without acknowledgements. What a short-lived
+    /// program waits for, so that what it sent is not left to be resent by its next run.
+    public func waitForAcknowledgements() async {
+        guard managedIsLive, managed?.unacknowledged.isEmpty == false else { return }
+        requestAcknowledgement()
+        await withCheckedContinuation { acknowledgementWaiters.append($0) }
+    }
+
+    private func resumeAcknowledgementWaiters() {
+        let waiters = acknowledgementWaiters
+        acknowledgementWaiters = []
+        for waiter in waiters { waiter.resume() }
     }
 
     /// nil when the server acknowledged more than we sent: a broken server, so the
@@ -289,13 +311,14 @@ public actor XMPPClient {
 
     private func notifyAcknowledged(_ stanzas: [XMLElement]) {
         guard !stanzas.isEmpty else { return }
-        for handler in acknowledgementHandlers { Task { await handler(stanzas) } }
+        for handler in acknowledgementHandlers { handler(stanzas) }
     }
 
     private func connectionEnded(_ end: ConnectionEnd) {
         guard state == .connecting || state == .connected else { return }
         connection = nil
         managedIsLive = false
+        resumeAcknowledgementWaiters()
         boundJID = nil
         streamFeatures = nil
         failPendingRequests(ClientError.disconnected)
@@ -444,8 +467,8 @@ public actor XMPPClient {
 
     /// Registers code that learns which sent stanzas the server has taken responsibility
     /// for: acknowledged under XEP-0198, or written to the connection when the server does
-    /// not do acknowledgements.
-    public func addAcknowledgementHandler(_ handler: @escaping @Sendable ([XMLElement]) async -> Void) {
+    /// not do acknowledgements. Called in order, on the client's own executor: hand the work on.
+    public func addAcknowledgementHandler(_ handler: @escaping @Sendable ([XMLElement]) -> Void) {
         acknowledgementHandlers.append(handler)
     }
 

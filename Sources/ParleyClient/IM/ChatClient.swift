@@ -116,11 +116,12 @@ public actor ChatClient {
     }
 
     /// Returns once the server has processed everything sent so far (a ping comes back after
-    /// it) and everything the server sent before that answer has been handled here: the
-    /// cache written and the events emitted. What a short-lived program waits for before
+    /// it), has acknowledged it (XEP-0198), and everything the server sent before that answer
+    /// has been handled here: the cache written and the events emitted. What a short-lived program waits for before
     /// signing out.
     public func settle() async throws {
         try await xmpp.ping()
+        await xmpp.waitForAcknowledgements()
         await drainInbox()
     }
 
