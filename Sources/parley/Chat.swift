@@ -32,7 +32,7 @@ struct Chat: AsyncParsableCommand {
             for await event in client.events {
                 // The server echoes our own presence back; the user knows it already.
                 if case .presence(let update) = event, update.from.bare == me { continue }
-                let line = await MessageFormat.line(for: event) { id in try? await client.storedMessage(id: id) }
+                let line = await MessageFormat.line(for: event, me: me) { id in try? await client.storedMessage(id: id) }
                 if let line { print(line) }
             }
         }

@@ -44,7 +44,8 @@ enum MessageFormat {
 
     /// One line for an event, or nil for those the chat does not show. `lookup` finds a
     /// message in the cache by id, for the events that only name one.
-    static func line(for event: ClientEvent, lookup: (String) async -> StoredMessage? = { _ in nil }) async -> String? {
+    /// `me` is the account's bare JID: a message from it was sent by another of its devices.
+    static func line(for event: ClientEvent, me: JID? = nil, lookup: (String) async -> StoredMessage? = { _ in nil }) async -> String? {
         switch event {
         case .connecting:
             return Terminal.paint("connecting…", .gray)
@@ -60,6 +61,9 @@ enum MessageFormat {
             return Terminal.paint("reconnecting in \(seconds(delay)) (attempt \(attempt))…", .yellow)
         case .kicked(let reason):
             return Terminal.paint("signed out: \(reason)", .red, bold: true)
+        case .message(let message) where message.from.bare == me:
+            let to = message.to.map { " → \($0.bare)" } ?? ""
+            return "[\(time(Date()))] \(Terminal.paint("me (another device)\(to)", .blue)): \(message.body)"
         case .message(let message):
             let late = message.delayedUntil.map { " (sent \(time($0)))" } ?? ""
             return "[\(time(Date()))] \(Terminal.paint(message.from.bare.description, .green, bold: true)): \(message.body)\(Terminal.paint(late, .gray))"
