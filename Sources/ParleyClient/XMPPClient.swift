@@ -24,25 +24,25 @@ public actor XMPPClient {
 
     private let eventSink: AsyncStream<ClientEvent>.Continuation
     private let group: any EventLoopGroup
-    private let logger: Logger
+    let logger: Logger
     private let tls: TLSContext?
-    private var connection: ClientConnection?
+    var connection: ClientConnection?
     private var state = State.idle
-    private var outbox: [XMLElement] = []
+    var outbox: [XMLElement] = []
     private var pendingRequests: [String: CheckedContinuation<XMLElement, any Error>] = [:]
     private var connectWaiters: [CheckedContinuation<Void, any Error>] = []
     private var reconnectTask: Task<Void, Never>?
     private var attempt = 0
     private var stanzaHandlers: [@Sendable (XMLElement) async -> Void] = []
     private var establishedHandlers: [@Sendable (JID, Bool) async -> Void] = []
-    private var acknowledgementHandlers: [@Sendable ([XMLElement]) -> Void] = []
+    var acknowledgementHandlers: [@Sendable ([XMLElement]) -> Void] = []
     /// Callers of `waitForAcknowledgements()`, resumed when nothing is unacknowledged.
-    private var acknowledgementWaiters: [CheckedContinuation<Void, Never>] = []
+    var acknowledgementWaiters: [CheckedContinuation<Void, Never>] = []
     /// The XEP-0198 session, kept after its connection drops so the next one can resume it
     /// or at least resend what the server never acknowledged.
-    private var managed: ManagedSessionState?
+    var managed: ManagedSessionState?
     /// `managed` belongs to the current connection (not to one that dropped).
-    private var managedIsLive = false
+    var managedIsLive = false
     private var nextID = 0
     /// Which connection is current: callbacks of an older one (closed by `disconnect()` or
     /// replaced by a reconnect) are ignored instead of ending the new one.
@@ -242,76 +242,6 @@ public actor XMPPClient {
         // Not awaited: a handler typically asks the server something (the roster), and the
         // answer arrives through the inbound queue this call is running on.
         for handler in establishedHandlers { Task { await handler(jid, resumed) } }
-    }
-
-    // MARK: Acknowledgements (XEP-0198)
-
-    /// Writes a stanza to the current connection and, on a managed stream, keeps it until
-    /// the server acknowledges it. Without stream management, written is all we can know.
-    private func transmit(_ stanza: XMLElement) {
-        guard let connection else { return outbox.append(stanza) }
-        connection.send(stanza)
-        if managedIsLive, managed != nil {
-            managed?.sent(stanza)
-            requestAcknowledgement()
-        } else {
-            notifyAcknowledged([stanza])
-        }
-    }
-
-    private func requestAcknowledgement() {
-        guard managedIsLive, let session = managed, !session.acknowledgementRequested else { return }
-        managed?.acknowledgementRequested = true
-        connection?.send(StreamManagementElements.request)
-    }
-
-    private func acknowledged(_ h: UInt32) async {
-        guard managedIsLive else { return }
-        managed?.acknowledgementRequested = false
-        guard let handled = acknowledge(h) else { return }
-        notifyAcknowledged(handled)
-        // Whatever went out after our `<r/>` still needs its own acknowledgement.
-        if managed?.unacknowledged.isEmpty == false {
-            requestAcknowledgement()
-        } else {
-            resumeAcknowledgementWaiters()
-        }
-    }
-
-    /// Returns once the server has acknowledged everything sent so far (XEP-0198), or the
-    /// connection is gone; at once on a stream without acknowledgements. What a short-lived
-    /// program waits for, so that what it sent is not left to be resent by its next run.
-    public func waitForAcknowledgements() async {
-        guard managedIsLive, managed?.unacknowledged.isEmpty == false else { return }
-        requestAcknowledgement()
-        await withCheckedContinuation { acknowledgementWaiters.append($0) }
-    }
-
-    private func resumeAcknowledgementWaiters() {
-        let waiters = acknowledgementWaiters
-        acknowledgementWaiters = []
-        for waiter in waiters { waiter.resume() }
-    }
-
-    /// nil when the server acknowledged more than we sent: a broken server, so the
-    /// connection is dropped and the session (whatever it counted) is not resumed.
-    private func acknowledge(_ h: UInt32) -> [XMLElement]? {
-        do {
-            return try managed?.acknowledge(h) ?? []
-        } catch {
-            logger.warning("the server acknowledged more stanzas than were sent", metadata: ["h": "\(h)"])
-            let unacknowledged = managed?.unacknowledged ?? []
-            managed = nil
-            managedIsLive = false
-            outbox.insert(contentsOf: unacknowledged.filter { $0.name == "message" }, at: 0)
-            connection?.close()
-            return nil
-        }
-    }
-
-    private func notifyAcknowledged(_ stanzas: [XMLElement]) {
-        guard !stanzas.isEmpty else { return }
-        for handler in acknowledgementHandlers { handler(stanzas) }
     }
 
     private func connectionEnded(_ end: ConnectionEnd) {
@@ -523,28 +453,4 @@ public actor XMPPClient {
     }
 
     private nonisolated func describe(_ error: any Error) -> String { Self.describe(error) }
-}
-
-public enum ClientError: Error, Sendable, Equatable, CustomStringConvertible {
-    case disconnected
-    case timeout
-    case kicked(KickReason)
-    case authenticationFailed(String)
-    case certificateUntrusted(String)
-    case connectionFailed(String)
-    /// The server answered a request with an error (registration refused, password change
-    /// not allowed, …).
-    case registrationRefused(StanzaError)
-
-    public var description: String {
-        switch self {
-        case .disconnected: "not connected"
-        case .timeout: "the server did not answer in time"
-        case .kicked(let reason): "signed out: \(reason)"
-        case .authenticationFailed(let reason): "authentication failed: \(reason)"
-        case .certificateUntrusted(let reason): "untrusted certificate: \(reason)"
-        case .connectionFailed(let reason): reason
-        case .registrationRefused(let error): "the server refused: \(error)"
-        }
-    }
 }

@@ -44,7 +44,7 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
 
     let configuration: ClientConfiguration
     private let tls: TLSContext?
-    private let callbacks: Callbacks
+    let callbacks: Callbacks
     /// Creates the account (XEP-0077) once the stream is secure, instead of signing in.
     private let registersAccount: Bool
     var phase = Phase.awaitingFeatures
@@ -52,12 +52,12 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
     private var isAuthenticated = false
     private var context: ChannelHandlerContext?
     private var pingCounter = 0
-    private var sessionFeatures: XMLElement?
+    var sessionFeatures: XMLElement?
     /// The managed session to take over, if the previous connection had one.
     private let resumption: ResumptionRequest?
-    private var failedResumption: SessionStart.FailedResumption?
+    var failedResumption: SessionStart.FailedResumption?
     /// Counts handled stanzas once stream management is on (XEP-0198).
-    private var handledCounter: HandledCounter?
+    var handledCounter: HandledCounter?
 
     init(
         configuration: ClientConfiguration, tls: TLSContext?, registersAccount: Bool = false, resumption: ResumptionRequest? = nil,
@@ -249,7 +249,7 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
 
     private var needsSession = false
 
-    private func bind() {
+    func bind() {
         let id = "bind-1"
         var bind = XMLElement("bind", namespace: XMLNamespace.bind)
         if let resource = configuration.resource { bind.append(XMLElement("resource", text: resource)) }
@@ -332,71 +332,12 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
         }
     }
 
-    /// Bound (and the legacy session made): turn on acknowledgements and resumption when the
-    /// server offers them.
-    private func sessionEstablished(_ jid: JID) {
-        guard configuration.streamManagement, StreamManagementElements.isOffered(in: sessionFeatures) else {
-            return established(jid, .bound(management: nil, failedResumption: failedResumption))
-        }
-        send(StreamManagementElements.enable())
-        phase = .enablingManagement(jid: jid)
-    }
-
-    private func managementAnswer(_ element: XMLElement, jid: JID) {
-        switch element.name {
-        case "enabled":
-            let counter = HandledCounter()
-            handledCounter = counter
-            let resumable = element[attribute: "resume"] == "true" || element[attribute: "resume"] == "1"
-            let management = SessionStart.ManagedSession(resumptionID: resumable ? element[attribute: "id"] : nil, counter: counter)
-            established(jid, .bound(management: management, failedResumption: failedResumption))
-        default:
-            // `<failed/>`: the session goes on without acknowledgements.
-            established(jid, .bound(management: nil, failedResumption: failedResumption))
-        }
-    }
-
-    private func resumptionAnswer(_ element: XMLElement, _ request: ResumptionRequest) {
-        guard element.namespace == StreamManagementElements.namespace else { return unexpected(element) }
-        switch element.name {
-        case "resumed":
-            guard let h = StreamManagementElements.counter(element) else {
-                return fail(StreamError(.badFormat, text: "<resumed/> needs an 'h'."), report: .connectionLost("the server resumed without saying how far it got"))
-            }
-            handledCounter = request.counter
-            established(request.jid, .resumed(h: h, counter: request.counter))
-        case "failed":
-            // Too late or unknown: a new session, after which the client resends what the
-            // old one did not acknowledge (XEP-0198 §5).
-            failedResumption = SessionStart.FailedResumption(h: StreamManagementElements.counter(element))
-            bind()
-        default:
-            unexpected(element)
-        }
-    }
-
-    /// `<r/>` and `<a/>` on a managed stream.
-    private func managementElement(_ element: XMLElement) {
-        guard let counter = handledCounter else { return }
-        switch element.name {
-        case "r":
-            send(StreamManagementElements.answer(counter.count))
-        case "a":
-            guard let h = StreamManagementElements.counter(element) else {
-                return fail(StreamError(.badFormat, text: "<a/> needs an 'h'."), report: .connectionLost("the server sent an acknowledgement without a count"))
-            }
-            callbacks.onAcknowledged(h)
-        default:
-            break
-        }
-    }
-
-    private func established(_ jid: JID, _ start: SessionStart) {
+    func established(_ jid: JID, _ start: SessionStart) {
         phase = .established
         callbacks.onEstablished(jid, sessionFeatures, start)
     }
 
-    private func unexpected(_ element: XMLElement) {
+    func unexpected(_ element: XMLElement) {
         fail(StreamError(.unsupportedStanzaType, text: "<\(element.name)/> was not expected before the features."), report: .connectionLost("the server sent <\(element.name)/> before its features"))
     }
 
@@ -411,7 +352,7 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
         context.write(wrapOutboundOut(output), promise: nil)
     }
 
-    private func fail(_ error: StreamError, report end: ConnectionEnd) {
+    func fail(_ error: StreamError, report end: ConnectionEnd) {
         write(.error(error))
         context?.flush()
         finish(end)
