@@ -4,11 +4,54 @@
 /// `namespace` is the element's resolved namespace URI. An element built in code may leave it
 /// `nil`, meaning "the namespace of whatever I am placed in"; appending such an element to a
 /// parent resolves it, so lookups by namespace work on built trees as on parsed ones.
-public struct XMLElement: Sendable, Hashable {
+///
+/// A parsed element is a view into its stanza's `XMLArena` until something changes it: reads
+/// work on the arena directly, and the first mutation copies just that element's attributes
+/// and child list out (its children stay views), so stamping `from` on a stanza does not copy
+/// its payloads. Equality and hashing compare content, whatever the form.
+public struct XMLElement: Sendable {
     public var name: String
     public var namespace: String?
-    public var attributes: [XMLAttribute]
-    public var children: [XMLNode]
+    /// Attributes and children. Two forms in 16 bytes, so an element stays 48 bytes, which
+    /// Swift still moves rather than copies.
+    var content: Content
+
+    /// Unchecked only for the arena, which is immutable once parsed (see `XMLArena`).
+    enum Content: @unchecked Sendable {
+        case built([XMLAttribute], [XMLNode])
+        /// Element `node` of a parsed stanza.
+        case arena(XMLArena, Int32)
+    }
+
+    public var attributes: [XMLAttribute] {
+        get {
+            switch content {
+            case .built(let attributes, _): attributes
+            case .arena(let arena, let node): arena.attributes(of: node)
+            }
+        }
+        set { withBuilt { attributes, _ in attributes = newValue } }
+        _modify {
+            var (attributes, children) = takeBuilt()
+            defer { content = .built(attributes, children) }
+            yield &attributes
+        }
+    }
+
+    public var children: [XMLNode] {
+        get {
+            switch content {
+            case .built(_, let children): children
+            case .arena(let arena, let node): arena.children(of: node)
+            }
+        }
+        set { withBuilt { _, children in children = newValue } }
+        _modify {
+            var (attributes, children) = takeBuilt()
+            defer { content = .built(attributes, children) }
+            yield &children
+        }
+    }
 
     public init(
         _ name: String, namespace: String? = nil, attributes: [XMLAttribute] = [],
@@ -16,13 +59,21 @@ public struct XMLElement: Sendable, Hashable {
     ) {
         self.name = name
         self.namespace = namespace
-        self.attributes = attributes
-        self.children = children
+        var children = children
         if let namespace {
-            for index in self.children.indices {
-                self.children[index].inheritNamespace(namespace)
+            for index in children.indices {
+                children[index].inheritNamespace(namespace)
             }
         }
+        content = .built(attributes, children)
+    }
+
+    /// A view of element `node` of a parsed stanza.
+    init(arena: XMLArena, node: Int32) {
+        let element = arena.node(Int(node))
+        name = arena.string(element.name)
+        namespace = arena.optionalString(element.namespace)
+        content = .arena(arena, node)
     }
 
     /// The common builder form: `XMLElement("message", namespace: ns, ["to": jid], [body])`.
@@ -47,87 +98,145 @@ public struct XMLElement: Sendable, Hashable {
             children: text.isEmpty ? [] : [.text(text)])
     }
 
+    // MARK: Forms
+
+    /// Moves the built form out, leaving an empty one behind, so the caller holds the only
+    /// reference to the arrays and can change them in place.
+    private mutating func takeBuilt() -> ([XMLAttribute], [XMLNode]) {
+        switch content {
+        case .built(let attributes, let children):
+            content = .built([], [])
+            return (attributes, children)
+        case .arena(let arena, let node):
+            return (arena.attributes(of: node), arena.children(of: node))
+        }
+    }
+
+    mutating func withBuilt<Result>(_ body: (inout [XMLAttribute], inout [XMLNode]) -> Result) -> Result {
+        var (attributes, children) = takeBuilt()
+        defer { content = .built(attributes, children) }
+        return body(&attributes, &children)
+    }
+
     // MARK: Attributes
 
     /// The value of the attribute with no namespace called `name`.
     public subscript(attribute name: String) -> String? {
-        get {
-            for attribute in attributes where attribute.name == name && attribute.namespace == nil {
-                return attribute.value
-            }
-            return nil
-        }
+        get { attribute(name) }
         set { setAttribute(name, newValue) }
     }
 
     public func attribute(_ name: String, namespace: String? = nil) -> String? {
-        for attribute in attributes where attribute.name == name && attribute.namespace == namespace {
-            return attribute.value
+        switch content {
+        case .built(let attributes, _):
+            for attribute in attributes where attribute.name == name && attribute.namespace == namespace {
+                return attribute.value
+            }
+            return nil
+        case .arena(let arena, let node):
+            return arena.attributeValue(of: node, name: name, namespace: namespace)
         }
-        return nil
     }
 
     /// Sets, replaces or (with `nil`) removes an attribute, keeping the others in order.
     public mutating func setAttribute(_ name: String, _ value: String?, namespace: String? = nil) {
-        if let index = attributes.firstIndex(where: { $0.name == name && $0.namespace == namespace }) {
-            if let value {
-                attributes[index].value = value
-            } else {
-                attributes.remove(at: index)
+        withBuilt { attributes, _ in
+            if let index = attributes.firstIndex(where: { $0.name == name && $0.namespace == namespace }) {
+                if let value {
+                    attributes[index].value = value
+                } else {
+                    attributes.remove(at: index)
+                }
+            } else if let value {
+                attributes.append(XMLAttribute(name, value, namespace: namespace))
             }
-        } else if let value {
-            attributes.append(XMLAttribute(name, value, namespace: namespace))
         }
     }
 
     // MARK: Children
 
     public var elements: [XMLElement] {
-        children.compactMap { if case .element(let element) = $0 { element } else { nil } }
+        switch content {
+        case .built(_, let children):
+            children.compactMap { if case .element(let element) = $0 { element } else { nil } }
+        case .arena(let arena, let node):
+            arena.elements(of: node) { _, _ in true }
+        }
     }
 
     /// The concatenated character data directly inside this element.
     public var text: String {
-        var result = ""
-        for case .text(let text) in children { result += text }
-        return result
+        switch content {
+        case .built(_, let children):
+            var result = ""
+            for case .text(let text) in children { result += text }
+            return result
+        case .arena(let arena, let node):
+            return arena.text(of: node)
+        }
     }
 
     public func firstChild(_ name: String, namespace: String? = nil) -> XMLElement? {
-        for case .element(let element) in children
-        where element.name == name && (namespace == nil || element.namespace == namespace) {
-            return element
+        switch content {
+        case .built(_, let children):
+            for case .element(let element) in children
+            where element.name == name && (namespace == nil || element.namespace == namespace) {
+                return element
+            }
+            return nil
+        case .arena(let arena, let node):
+            return arena.firstElement(of: node) { arena, child in
+                arena.string(child.name, equals: name)
+                    && (namespace == nil || arena.string(child.namespace, equals: namespace))
+            }
         }
-        return nil
     }
 
     public func children(_ name: String, namespace: String? = nil) -> [XMLElement] {
-        elements.filter { $0.name == name && (namespace == nil || $0.namespace == namespace) }
+        switch content {
+        case .built:
+            return elements.filter { $0.name == name && (namespace == nil || $0.namespace == namespace) }
+        case .arena(let arena, let node):
+            return arena.elements(of: node) { arena, child in
+                arena.string(child.name, equals: name)
+                    && (namespace == nil || arena.string(child.namespace, equals: namespace))
+            }
+        }
     }
 
     /// The first child element in `namespace`, whatever its name: how payloads such as
     /// `<query xmlns='jabber:iq:roster'/>` or an error condition are found.
     public func firstChild(inNamespace namespace: String) -> XMLElement? {
-        for case .element(let element) in children where element.namespace == namespace {
-            return element
+        switch content {
+        case .built(_, let children):
+            for case .element(let element) in children where element.namespace == namespace {
+                return element
+            }
+            return nil
+        case .arena(let arena, let node):
+            return arena.firstElement(of: node) { arena, child in arena.string(child.namespace, equals: namespace) }
         }
-        return nil
     }
 
     public mutating func append(_ element: XMLElement) {
-        children.append(.element(element))
-        if let namespace { children[children.count - 1].inheritNamespace(namespace) }
+        let namespace = self.namespace
+        withBuilt { _, children in
+            children.append(.element(element))
+            if let namespace { children[children.count - 1].inheritNamespace(namespace) }
+        }
     }
 
     public mutating func append(text: String) {
         guard !text.isEmpty else { return }
-        children.append(.text(text))
+        withBuilt { _, children in children.append(.text(text)) }
     }
 
     public mutating func removeChildren(where predicate: (XMLElement) -> Bool) {
-        children.removeAll { node in
-            if case .element(let element) = node { return predicate(element) }
-            return false
+        withBuilt { _, children in
+            children.removeAll { node in
+                if case .element(let element) = node { return predicate(element) }
+                return false
+            }
         }
     }
 
@@ -135,7 +244,28 @@ public struct XMLElement: Sendable, Hashable {
     mutating func inheritNamespace(_ parentNamespace: String) {
         guard namespace == nil else { return }
         namespace = parentNamespace
-        for index in children.indices { children[index].inheritNamespace(parentNamespace) }
+        withBuilt { _, children in
+            for index in children.indices { children[index].inheritNamespace(parentNamespace) }
+        }
+    }
+}
+
+extension XMLElement: Hashable {
+    public static func == (lhs: XMLElement, rhs: XMLElement) -> Bool {
+        guard lhs.name == rhs.name, lhs.namespace == rhs.namespace else { return false }
+        if case .arena(let left, let leftNode) = lhs.content, case .arena(let right, let rightNode) = rhs.content,
+            left === right, leftNode == rightNode
+        {
+            return true
+        }
+        return lhs.attributes == rhs.attributes && lhs.children == rhs.children
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(namespace)
+        hasher.combine(attributes)
+        hasher.combine(children)
     }
 }
 

@@ -1,7 +1,7 @@
 import CLibXML2
 
-/// Swift Strings for the names and namespace URIs libxml2 hands to SAX callbacks, made once
-/// per distinct name and found again by libxml2's interned (dictionary) pointer.
+/// Numbers for the names and namespace URIs libxml2 hands to SAX callbacks, found again by
+/// libxml2's interned (dictionary) pointer; the Strings themselves live in an `XMLNameTable`.
 ///
 /// libxml2 interns every element name, prefix and namespace URI in its per-context dictionary,
 /// so equal names arrive as the same pointer for as long as that dictionary lives. A small
@@ -14,13 +14,15 @@ import CLibXML2
 struct XMLNameInterner {
     private struct Entry {
         var key: UInt
-        var value: String
+        var index: Int32
     }
 
     private var entries: UnsafeMutablePointer<Entry>
     private var mask: Int
+    /// The Strings, shared with the stanzas parsed since the last `removeAll()`.
+    private(set) var table: XMLNameTable
     /// Distinct names seen since the last `removeAll()`.
-    private(set) var count = 0
+    var count: Int { table.count }
 
     /// Small to start with: a client stream uses some twenty names, and every connection
     /// holds one of these (it grows as needed).
@@ -28,14 +30,16 @@ struct XMLNameInterner {
         var size = 8
         while size < capacity * 2 { size <<= 1 }
         entries = .allocate(capacity: size)
-        entries.initialize(repeating: Entry(key: 0, value: ""), count: size)
+        entries.initialize(repeating: Entry(key: 0, index: 0), count: size)
         mask = size - 1
+        table = XMLNameTable()
     }
 
-    /// Frees the table; the interner must not be used afterwards.
-    func deallocate() {
-        entries.deinitialize(count: mask + 1)
+    /// Frees the lookup table and lets go of the Strings (stanzas still holding them keep
+    /// them); the interner must not be used afterwards.
+    mutating func deallocate() {
         entries.deallocate()
+        table = .empty
     }
 
     @inline(__always)
@@ -43,27 +47,32 @@ struct XMLNameInterner {
         Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> 40) & mask
     }
 
-    /// The String for an interned libxml2 name.
+    /// The number of an interned libxml2 name in `table`.
     @inline(__always)
-    mutating func string(for pointer: UnsafePointer<xmlChar>) -> String {
+    mutating func index(for pointer: UnsafePointer<xmlChar>) -> Int32 {
         let key = UInt(bitPattern: pointer)
         var index = Self.slot(key, mask)
         while true {
             let entry = entries + index
-            if entry.pointee.key == key { return entry.pointee.value }
+            if entry.pointee.key == key { return entry.pointee.index }
             if entry.pointee.key == 0 { return insert(pointer, at: index) }
             index = (index + 1) & mask
         }
     }
 
+    /// The String for an interned libxml2 name.
+    @inline(__always)
+    mutating func string(for pointer: UnsafePointer<xmlChar>) -> String {
+        table[index(for: pointer)]
+    }
+
     @inline(never)
-    private mutating func insert(_ pointer: UnsafePointer<xmlChar>, at index: Int) -> String {
+    private mutating func insert(_ pointer: UnsafePointer<xmlChar>, at slot: Int) -> Int32 {
         let length = Int(xmlStrlen(pointer))
-        let string = String(decoding: UnsafeBufferPointer(start: pointer, count: length), as: UTF8.self)
-        entries[index] = Entry(key: UInt(bitPattern: pointer), value: string)
-        count += 1
+        let index = table.append(String(decoding: UnsafeBufferPointer(start: pointer, count: length), as: UTF8.self))
+        entries[slot] = Entry(key: UInt(bitPattern: pointer), index: index)
         if count * 2 > mask + 1 { grow() }
-        return string
+        return index
     }
 
     private mutating func grow() {
@@ -71,14 +80,13 @@ struct XMLNameInterner {
         let oldSize = mask + 1
         let size = oldSize * 2
         entries = .allocate(capacity: size)
-        entries.initialize(repeating: Entry(key: 0, value: ""), count: size)
+        entries.initialize(repeating: Entry(key: 0, index: 0), count: size)
         mask = size - 1
         for index in 0..<oldSize where old[index].key != 0 {
             var slot = Self.slot(old[index].key, mask)
             while entries[slot].key != 0 { slot = (slot + 1) & mask }
             entries[slot] = old[index]
         }
-        old.deinitialize(count: oldSize)
         old.deallocate()
     }
 

@@ -88,40 +88,59 @@ public enum XMLSerializer {
             sink.write("'")
         }
         var generatedPrefix = 0
-        for attribute in element.attributes {
-            if let namespace = attribute.namespace, namespace != XMLNamespace.xml,
-                prefixes[namespace] == nil
-            {
-                // A rare foreign-namespace attribute: declare a private prefix right here.
-                let name = "ns\(generatedPrefix)"
-                generatedPrefix += 1
-                sink.write(" xmlns:")
-                sink.write(name)
-                sink.write("='")
-                writeEscaped(namespace, to: &sink, inAttribute: true)
-                sink.write("' ")
-                sink.write(name)
-                sink.write(":")
-                sink.write(attribute.name)
-                sink.write("='")
-                writeEscaped(attribute.value, to: &sink, inAttribute: true)
-                sink.write("'")
-            } else {
-                writeAttribute(attribute, to: &sink, prefixes: prefixes)
+        let hasChildren: Bool
+        switch element.content {
+        case .built(let attributes, let children):
+            for attribute in attributes {
+                var value = attribute.value
+                value.withUTF8 { value in
+                    writeAttribute(
+                        attribute.name, attribute.namespace, value, to: &sink, prefixes: prefixes,
+                        generatedPrefix: &generatedPrefix)
+                }
+            }
+            hasChildren = !children.isEmpty
+            if hasChildren {
+                sink.write(">")
+                for child in children {
+                    switch child {
+                    case .text(let text):
+                        writeEscaped(text, to: &sink, inAttribute: false)
+                    case .element(let child):
+                        writeElement(child, to: &sink, defaultNamespace: childDefault, prefixes: prefixes)
+                    }
+                }
+            }
+        case .arena(let arena, let index):
+            // A parsed element: its bytes go out straight from the arena, no Strings made.
+            let node = arena.node(Int(index))
+            for attributeIndex in Int(node.start)..<Int(node.start + node.count) {
+                let attribute = arena.attribute(attributeIndex)
+                writeAttribute(
+                    arena.string(attribute.name), arena.optionalString(attribute.namespace),
+                    arena.bytes(attribute.valueStart, attribute.valueCount), to: &sink, prefixes: prefixes,
+                    generatedPrefix: &generatedPrefix)
+            }
+            hasChildren = node.childCount > 0
+            if hasChildren {
+                sink.write(">")
+                var child = index + 1
+                for _ in 0..<node.childCount {
+                    let childNode = arena.node(Int(child))
+                    if childNode.isText {
+                        writeEscaped(arena.bytes(childNode.start, childNode.count), to: &sink, inAttribute: false)
+                    } else {
+                        writeElement(
+                            XMLElement(arena: arena, node: child), to: &sink, defaultNamespace: childDefault,
+                            prefixes: prefixes)
+                    }
+                    child = childNode.end
+                }
             }
         }
-        if element.children.isEmpty {
+        if !hasChildren {
             sink.write("/>")
             return
-        }
-        sink.write(">")
-        for child in element.children {
-            switch child {
-            case .text(let text):
-                writeEscaped(text, to: &sink, inAttribute: false)
-            case .element(let child):
-                writeElement(child, to: &sink, defaultNamespace: childDefault, prefixes: prefixes)
-            }
         }
         sink.write("</")
         if let prefix {
@@ -146,12 +165,46 @@ public enum XMLSerializer {
         sink.write("'")
     }
 
+    /// An attribute of an element in a stanza, from either form of `XMLElement`.
+    private static func writeAttribute<Sink: XMLByteSink>(
+        _ name: String, _ namespace: String?, _ value: UnsafeBufferPointer<UInt8>, to sink: inout Sink,
+        prefixes: [String: String], generatedPrefix: inout Int
+    ) {
+        sink.write(" ")
+        if let namespace {
+            if namespace != XMLNamespace.xml, prefixes[namespace] == nil {
+                // A rare foreign-namespace attribute: declare a private prefix right here.
+                let prefix = "ns\(generatedPrefix)"
+                generatedPrefix += 1
+                sink.write("xmlns:")
+                sink.write(prefix)
+                sink.write("='")
+                writeEscaped(namespace, to: &sink, inAttribute: true)
+                sink.write("' ")
+                sink.write(prefix)
+            } else {
+                sink.write(namespace == XMLNamespace.xml ? "xml" : prefixes[namespace].unsafelyUnwrapped)
+            }
+            sink.write(":")
+        }
+        sink.write(name)
+        sink.write("='")
+        writeEscaped(value, to: &sink, inAttribute: true)
+        sink.write("'")
+    }
+
     /// Escapes markup characters, and drops the C0 controls XML 1.0 cannot carry at all (a
     /// peer would have to close the stream on them). In attributes, whitespace other than the
     /// space is written as a character reference so attribute normalisation keeps it.
     static func writeEscaped<Sink: XMLByteSink>(_ string: String, to sink: inout Sink, inAttribute: Bool) {
         var string = string
-        string.withUTF8 { utf8 in
+        string.withUTF8 { writeEscaped($0, to: &sink, inAttribute: inAttribute) }
+    }
+
+    static func writeEscaped<Sink: XMLByteSink>(
+        _ utf8: UnsafeBufferPointer<UInt8>, to sink: inout Sink, inAttribute: Bool
+    ) {
+        do {
             var runStart = 0
             for index in 0..<utf8.count {
                 let byte = utf8[index]

@@ -32,18 +32,8 @@ struct XMLStreamParserState {
 
     /// Open elements, the root included.
     var depth = 0
-    /// The elements of the current stanza whose end tag has not arrived yet, outermost first:
-    /// built in place, so closing one is a move into its parent. Manual storage.
-    var frames: UnsafeMutablePointer<XMLElement>
-    var frameCount = 0
-    /// Stanzas are shallow: room for a few levels, grown (up to `maxDepth`) when needed.
-    var frameCapacity = 8
-    /// Character data since the last tag, merged into one text node: `pendingCount` bytes at
-    /// `pendingText` (manual storage, grown by doubling; an Array's append and
-    /// `removeAll(keepingCapacity:)` cost more than the copy itself).
-    var pendingText: UnsafeMutablePointer<UInt8>
-    var pendingCount = 0
-    var pendingCapacity = 128
+    /// The stanza under way, written into tables that become its arena when it completes.
+    var tree = XMLArenaBuilder()
     var names = XMLNameInterner()
     var header: XMLStreamHeader?
     var rootClosed = false
@@ -68,9 +58,6 @@ struct XMLStreamParserState {
 
     init(limits: XMLStreamParser.Limits) {
         self.limits = limits
-        frameCapacity = min(frameCapacity, max(limits.maxDepth, 1))
-        frames = .allocate(capacity: frameCapacity)
-        pendingText = .allocate(capacity: pendingCapacity)
     }
 
     /// Whether libxml2's dictionary (which only grows) should be replaced at this boundary.
@@ -83,11 +70,7 @@ struct XMLStreamParserState {
     /// Frees the manually managed storage; the state must not be used afterwards.
     mutating func releaseStorage() {
         if buffersReleased { return }
-        frames.deinitialize(count: frameCount)
-        frames.deallocate()
-        frameCount = 0
-        pendingText.deallocate()
-        pendingCount = 0
+        tree.deallocate()
         names.deallocate()
     }
 
@@ -98,9 +81,7 @@ struct XMLStreamParserState {
         sliceStart = 0
         boundary = 0
         depth = 0
-        frames.deinitialize(count: frameCount)
-        frameCount = 0
-        pendingCount = 0
+        tree.removeAll()
         header = nil
         streamStart = []
         rootClosed = false
@@ -174,14 +155,21 @@ struct XMLStreamParserState {
         if position() - boundary > limits.maxStanzaBytes {
             return fail(XMLStreamParserErrors.stanzaTooLarge(limits.maxStanzaBytes))
         }
-        if level > 1 {
-            flushText(into: frameCount - 1)
+        let name = stanzaString(localName)
+        let namespace = if let uri { stanzaString(uri) } else { Int32(-1) }
+        tree.openElement(name: name, namespace: namespace)
+        if let attributes {
+            // SAX2 passes five pointers per attribute: local name, prefix, URI, value start, value end.
+            for index in 0..<attributeCount {
+                let fields = attributes + index * 5
+                let attributeName = stanzaString(fields[0].unsafelyUnwrapped)
+                let attributeNamespace = if let uri = fields[2] { stanzaString(uri) } else { Int32(-1) }
+                let start = fields[3].unsafelyUnwrapped
+                tree.appendAttribute(
+                    name: attributeName, namespace: attributeNamespace, value: start,
+                    count: fields[4].unsafelyUnwrapped - start)
+            }
         }
-        var element = XMLElement(names.string(for: localName), attributes: makeAttributes(attributeCount, attributes))
-        if let uri { element.namespace = names.string(for: uri) }
-        if frameCount == frameCapacity { growFrames() }
-        (frames + frameCount).initialize(to: element)
-        frameCount += 1
         depth = level + 1
     }
 
@@ -194,19 +182,15 @@ struct XMLStreamParserState {
             rootClosed = true
             return emit(.streamClosed, end: position())
         }
-        if pendingCount > 0 { flushText(into: frameCount - 1) }
-        frameCount -= 1
-        let element = (frames + frameCount).move()
-        if level > 1 {
-            Self.append(.element(element), to: &frames[frameCount - 1])
-            return
-        }
+        let complete = tree.closeElement()
+        if !complete { return }
         let end = position()
         if end - boundary > limits.maxStanzaBytes {
             return fail(XMLStreamParserErrors.stanzaTooLarge(limits.maxStanzaBytes))
         }
         boundary = end
-        emit(.stanza(element), end: end)
+        let arena = tree.finish(names: names.table)
+        emit(.stanza(XMLElement(arena: arena, node: 0)), end: end)
         if stopPosition == nil, end >= sliceStart, dictionaryIsLarge {
             recyclePosition = end
             xmlStopParser(context)
@@ -220,7 +204,7 @@ struct XMLStreamParserState {
             if end - boundary > limits.maxStanzaBytes {
                 return fail(XMLStreamParserErrors.stanzaTooLarge(limits.maxStanzaBytes))
             }
-            appendPendingText(bytes, count)
+            tree.appendText(bytes, count)
             return
         }
         // Between stanzas: only whitespace (keepalives), which ends the previous stanza's span.
@@ -282,70 +266,29 @@ struct XMLStreamParserState {
 
     // MARK: Helpers
 
-    private mutating func flushText(into frameIndex: Int) {
-        guard pendingCount > 0 else { return }
-        let text = String(decoding: UnsafeBufferPointer(start: pendingText, count: pendingCount), as: UTF8.self)
-        Self.append(.text(text), to: &frames[frameIndex])
-        pendingCount = 0
-    }
-
     @inline(__always)
-    private mutating func appendPendingText(_ bytes: UnsafePointer<UInt8>, _ count: Int) {
-        if pendingCount + count > pendingCapacity { growPendingText(to: pendingCount + count) }
-        (pendingText + pendingCount).update(from: bytes, count: count)
-        pendingCount += count
+    private mutating func stanzaString(_ pointer: UnsafePointer<xmlChar>) -> Int32 {
+        names.index(for: pointer)
     }
 
-    @inline(never)
-    private mutating func growFrames() {
-        let capacity = frameCapacity * 2
-        let grown = UnsafeMutablePointer<XMLElement>.allocate(capacity: capacity)
-        grown.moveInitialize(from: frames, count: frameCount)
-        frames.deallocate()
-        frames = grown
-        frameCapacity = capacity
-    }
-
-    /// Whether the frames, the text buffer and the name table are given back (an idle
+    /// Whether the stanza tables and the name table are given back (an idle
     /// stream between stanzas); `restoreBuffers()` makes them anew before the next parse.
     private(set) var buffersReleased = false
 
     /// Frees the per-stream buffers while nothing is in them: with the libxml2 context gone
     /// too, an idle connection keeps almost nothing of the parser.
     mutating func releaseBuffers() {
-        guard !buffersReleased, frameCount == 0, pendingCount == 0 else { return }
-        frames.deallocate()
-        pendingText.deallocate()
+        guard !buffersReleased, tree.isEmpty else { return }
+        tree.deallocate()
         names.deallocate()
         buffersReleased = true
     }
 
     mutating func restoreBuffers() {
         guard buffersReleased else { return }
-        frameCapacity = min(8, max(limits.maxDepth, 1))
-        frames = .allocate(capacity: frameCapacity)
-        pendingCapacity = 128
-        pendingText = .allocate(capacity: pendingCapacity)
+        tree = XMLArenaBuilder()
         names = XMLNameInterner()
         buffersReleased = false
-    }
-
-    private mutating func growPendingText(to minimum: Int) {
-        var capacity = pendingCapacity
-        while capacity < minimum { capacity *= 2 }
-        let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
-        grown.update(from: pendingText, count: pendingCount)
-        pendingText.deallocate()
-        pendingText = grown
-        pendingCapacity = capacity
-    }
-
-    /// Stanza elements rarely have more than four children: one allocation instead of three.
-    /// (Appends directly: `XMLElement.append` would re-resolve namespaces, already resolved here.)
-    @inline(__always)
-    private static func append(_ node: XMLNode, to element: inout XMLElement) {
-        if element.children.capacity == 0 { element.children.reserveCapacity(4) }
-        element.children.append(node)
     }
 
     /// SAX2 passes five pointers per attribute: local name, prefix, URI, value start, value end.

@@ -1,0 +1,149 @@
+/// One parsed stanza in a single heap block: every element and text node, every attribute and
+/// all their bytes. The stream parser writes a stanza into it in one go; `XMLElement`s read it
+/// through views (the arena and a node index), so a stanza costs one allocation however many
+/// elements, attributes and texts it has, and freeing it is one release.
+///
+/// Names and namespace URIs are numbers in the parser's `XMLNameTable`, which the arena keeps
+/// alive: a stanza holds no Strings, so freeing it destroys nothing but itself.
+///
+/// Layout of the tail, in this order (every part 8-byte aligned but the last):
+/// - `nodes`: elements and text nodes in document order (pre-order), so an element's
+///   descendants are the nodes after it up to its `end`, its first child (if any) is the next
+///   node, and a child's next sibling is at the child's `end`;
+/// - `attributes`: each element's attributes, contiguous, in document order;
+/// - `bytes`: attribute values (references already decoded) and text, as UTF-8.
+///
+/// Safe to share between threads because it is immutable: the parser fills it before anyone
+/// else sees it (the stanza event hands it over), and nothing writes to it afterwards; the
+/// name table only ever appends (see `XMLNameTable`). (ManagedBuffer refuses a Sendable conformance, so `XMLElement.Content`
+/// carries the unchecked one.)
+final class XMLArena: ManagedBuffer<XMLArena.Header, UInt64> {
+    /// Trivial, so that destroying it costs nothing: the table is released by hand in `deinit`.
+    struct Header {
+        var names: Unmanaged<XMLNameTable>
+        var nodeCount: Int
+        var attributeCount: Int
+        var byteCount: Int
+    }
+
+    struct Node {
+        static let textMarker: Int32 = -1
+        /// Index into the name table, or `textMarker` for a text node.
+        var name: Int32
+        /// Index into the name table, or -1 for no namespace.
+        var namespace: Int32
+        /// An element's first attribute, or a text node's first byte.
+        var start: Int32
+        /// An element's attribute count, or a text node's byte count.
+        var count: Int32
+        /// The index just past this node's subtree: its next sibling, if it has one.
+        var end: Int32
+        var childCount: Int32
+
+        var isText: Bool { name == Self.textMarker }
+    }
+
+    struct Attribute {
+        var name: Int32
+        var namespace: Int32
+        var valueStart: Int32
+        var valueCount: Int32
+    }
+
+    static func byteSize(nodes: Int, attributes: Int, bytes: Int) -> Int {
+        nodes * MemoryLayout<Node>.stride + attributes * MemoryLayout<Attribute>.stride + bytes
+    }
+
+    deinit {
+        withUnsafeMutablePointerToHeader { $0.pointee.names.release() }
+    }
+
+    // MARK: Reading
+
+    /// Pointers into the tail; valid while `self` is alive (callers hold it).
+    /// The name table, borrowed: the arena holds it for as long as the arena lives.
+    @inline(__always)
+    private func withNames<Result>(_ body: (XMLNameTable) -> Result) -> Result {
+        withUnsafeMutablePointerToHeader { header in header.pointee.names._withUnsafeGuaranteedRef(body) }
+    }
+
+    @inline(__always)
+    private var nodes: UnsafeMutablePointer<Node> {
+        withUnsafeMutablePointerToElements { UnsafeMutableRawPointer($0).assumingMemoryBound(to: Node.self) }
+    }
+
+    @inline(__always)
+    private var attributeTable: UnsafeMutablePointer<Attribute> {
+        withUnsafeMutablePointers { header, tail in
+            (UnsafeMutableRawPointer(tail) + header.pointee.nodeCount * MemoryLayout<Node>.stride)
+                .assumingMemoryBound(to: Attribute.self)
+        }
+    }
+
+    @inline(__always)
+    private var byteBase: UnsafeMutablePointer<UInt8> {
+        withUnsafeMutablePointers { header, tail in
+            (UnsafeMutableRawPointer(tail) + header.pointee.nodeCount * MemoryLayout<Node>.stride
+                + header.pointee.attributeCount * MemoryLayout<Attribute>.stride)
+                .assumingMemoryBound(to: UInt8.self)
+        }
+    }
+
+    @inline(__always)
+    func node(_ index: Int) -> Node { nodes[index] }
+
+    @inline(__always)
+    func string(_ index: Int32) -> String { withNames { $0[index] } }
+
+    @inline(__always)
+    func optionalString(_ index: Int32) -> String? { index < 0 ? nil : withNames { $0[index] } }
+
+    @inline(__always)
+    func attribute(_ index: Int) -> Attribute { attributeTable[index] }
+
+    @inline(__always)
+    func bytes(_ start: Int32, _ count: Int32) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(start: byteBase + Int(start), count: Int(count))
+    }
+
+    /// A String of bytes libxml2 has checked to be UTF-8. Short values (`type`, `xml:lang`)
+    /// fit in a String's inline storage, and copying them there beats the general decoder.
+    @inline(__always)
+    func makeString(_ start: Int32, _ count: Int32) -> String {
+        let source = bytes(start, count)
+        if count > 15 { return String(decoding: source, as: UTF8.self) }
+        return String(unsafeUninitializedCapacity: Int(count)) { buffer in
+            buffer.baseAddress.unsafelyUnwrapped.update(from: source.baseAddress.unsafelyUnwrapped, count: source.count)
+            return source.count
+        }
+    }
+
+    @inline(__always)
+    func string(_ index: Int32, equals string: String) -> Bool { withNames { $0.entry(index, equals: string) } }
+
+    @inline(__always)
+    func string(_ index: Int32, equals string: String?) -> Bool {
+        guard let string else { return index < 0 }
+        return index >= 0 && withNames { $0.entry(index, equals: string) }
+    }
+
+    // MARK: Writing (the builder only, before the arena is shared)
+
+    /// Copies the builder's tables in.
+    static func make(
+        names: XMLNameTable, nodes: UnsafePointer<Node>, nodeCount: Int,
+        attributes: UnsafePointer<Attribute>, attributeCount: Int, bytes: UnsafePointer<UInt8>, byteCount: Int
+    ) -> XMLArena {
+        let size = byteSize(nodes: nodeCount, attributes: attributeCount, bytes: byteCount)
+        let buffer = create(minimumCapacity: (size + 7) / 8) { _ in
+            Header(
+                names: .passRetained(names), nodeCount: nodeCount, attributeCount: attributeCount,
+                byteCount: byteCount)
+        }
+        let arena = unsafeDowncast(buffer, to: XMLArena.self)
+        arena.nodes.initialize(from: nodes, count: nodeCount)
+        arena.attributeTable.initialize(from: attributes, count: attributeCount)
+        arena.byteBase.initialize(from: bytes, count: byteCount)
+        return arena
+    }
+}

@@ -1,0 +1,192 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The stream parser's workbench for the stanza being parsed: its node, attribute, string and
+/// byte tables grow here as SAX callbacks arrive, and `finish()` copies them into one
+/// `XMLArena` of exactly the right size. The tables belong to the connection and keep their
+/// capacity from stanza to stanza, so a stanza's only allocation is its arena.
+///
+/// Storage is manual (the owner calls `deallocate()`), as everything on the callbacks' path.
+struct XMLArenaBuilder {
+    typealias Node = XMLArena.Node
+    typealias Attribute = XMLArena.Attribute
+
+    private var nodes: Table<Node>
+    private var attributes: Table<Attribute>
+    private var bytes: Table<UInt8>
+    /// Node indices of the elements whose end tag has not arrived yet, outermost first.
+    private var open: Table<Int32>
+    /// Where the character data since the last tag begins in `bytes`.
+    private var textStart = 0
+
+    init() {
+        nodes = Table(capacity: 8)
+        attributes = Table(capacity: 8)
+        bytes = Table(capacity: 256)
+        open = Table(capacity: 8)
+    }
+
+    /// Frees the tables; the builder must not be used afterwards.
+    mutating func deallocate() {
+        nodes.deallocate()
+        attributes.deallocate()
+        bytes.deallocate()
+        open.deallocate()
+    }
+
+    /// Whether no stanza is under way (nothing would be lost by freeing the tables).
+    var isEmpty: Bool { nodes.count == 0 && bytes.count == 0 }
+
+    /// Forgets the stanza under way, keeping the tables' capacity.
+    mutating func removeAll() {
+        nodes.count = 0
+        attributes.count = 0
+        bytes.count = 0
+        open.count = 0
+        textStart = 0
+    }
+
+    // MARK: Tree
+
+    @inline(__always)
+    mutating func openElement(name: Int32, namespace: Int32) {
+        flushText()
+        let index = Int32(truncatingIfNeeded: nodes.count)
+        if open.count > 0 { nodes.pointer[Int(open.pointer[open.count - 1])].childCount += 1 }
+        nodes.append(
+            Node(
+                name: name, namespace: namespace, start: Int32(truncatingIfNeeded: attributes.count), count: 0,
+                end: 0, childCount: 0))
+        open.append(index)
+    }
+
+    /// An attribute of the element opened last. Without entity substitution, libxml2 hands
+    /// every `&` in an attribute value over as the character reference `&#38;` (all other
+    /// references are already replaced), so that is the one sequence to decode.
+    @inline(__always)
+    mutating func appendAttribute(name: Int32, namespace: Int32, value: UnsafePointer<UInt8>, count: Int) {
+        let start = bytes.count
+        bytes.reserve(count)
+        if memchr(value, Int32(UInt8(ascii: "&")), count) == nil {
+            (bytes.pointer + start).initialize(from: value, count: count)
+            bytes.count = start + count
+        } else {
+            bytes.count = start + Self.decodeAmpersands(value, count, into: bytes.pointer + start)
+        }
+        attributes.append(
+            Attribute(
+                name: name, namespace: namespace, valueStart: Int32(truncatingIfNeeded: start),
+                valueCount: Int32(truncatingIfNeeded: bytes.count - start)))
+        nodes.pointer[Int(open.pointer[open.count - 1])].count += 1
+        textStart = bytes.count
+    }
+
+    /// Copies `count` bytes to `target` with each `&#38;` turned into `&`; returns the bytes written.
+    private static func decodeAmpersands(
+        _ value: UnsafePointer<UInt8>, _ count: Int, into target: UnsafeMutablePointer<UInt8>
+    ) -> Int {
+        var written = 0
+        var index = 0
+        while index < count {
+            let byte = value[index]
+            target[written] = byte
+            written += 1
+            if byte == UInt8(ascii: "&"), index + 4 < count, value[index + 1] == UInt8(ascii: "#"),
+                value[index + 2] == UInt8(ascii: "3"), value[index + 3] == UInt8(ascii: "8"),
+                value[index + 4] == UInt8(ascii: ";")
+            {
+                index += 5
+            } else {
+                index += 1
+            }
+        }
+        return written
+    }
+
+    @inline(__always)
+    mutating func appendText(_ text: UnsafePointer<UInt8>, _ count: Int) {
+        bytes.reserve(count)
+        (bytes.pointer + bytes.count).initialize(from: text, count: count)
+        bytes.count += count
+    }
+
+    /// Closes the innermost open element; returns whether that completed the stanza.
+    @inline(__always)
+    mutating func closeElement() -> Bool {
+        flushText()
+        open.count -= 1
+        let index = Int(open.pointer[open.count])
+        nodes.pointer[index].end = Int32(truncatingIfNeeded: nodes.count)
+        return open.count == 0
+    }
+
+    /// Character data since the last tag becomes one text node of the innermost open element.
+    @inline(__always)
+    private mutating func flushText() {
+        guard bytes.count > textStart, open.count > 0 else {
+            textStart = bytes.count
+            return
+        }
+        nodes.pointer[Int(open.pointer[open.count - 1])].childCount += 1
+        let index = Int32(truncatingIfNeeded: nodes.count)
+        nodes.append(
+            Node(
+                name: Node.textMarker, namespace: -1, start: Int32(truncatingIfNeeded: textStart),
+                count: Int32(truncatingIfNeeded: bytes.count - textStart), end: index + 1, childCount: 0))
+        textStart = bytes.count
+    }
+
+    /// The completed stanza as an arena; the builder is empty again afterwards.
+    mutating func finish(names: XMLNameTable) -> XMLArena {
+        let arena = XMLArena.make(
+            names: names, nodes: nodes.pointer, nodeCount: nodes.count,
+            attributes: attributes.pointer, attributeCount: attributes.count, bytes: bytes.pointer,
+            byteCount: bytes.count)
+        nodes.count = 0
+        attributes.count = 0
+        bytes.count = 0
+        textStart = 0
+        return arena
+    }
+}
+
+/// A manually managed growable buffer of trivially movable values.
+private struct Table<Element> {
+    var pointer: UnsafeMutablePointer<Element>
+    var count = 0
+    var capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        pointer = .allocate(capacity: capacity)
+    }
+
+    func deallocate() { pointer.deallocate() }
+
+    @inline(__always)
+    mutating func append(_ element: Element) {
+        if count == capacity { grow(to: count + 1) }
+        (pointer + count).initialize(to: element)
+        count += 1
+    }
+
+    /// Makes room for `extra` more elements.
+    @inline(__always)
+    mutating func reserve(_ extra: Int) {
+        if count + extra > capacity { grow(to: count + extra) }
+    }
+
+    @inline(never)
+    private mutating func grow(to minimum: Int) {
+        var newCapacity = capacity * 2
+        while newCapacity < minimum { newCapacity *= 2 }
+        let grown = UnsafeMutablePointer<Element>.allocate(capacity: newCapacity)
+        grown.moveInitialize(from: pointer, count: count)
+        pointer.deallocate()
+        pointer = grown
+        capacity = newCapacity
+    }
+}
