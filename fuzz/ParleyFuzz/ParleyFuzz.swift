@@ -50,6 +50,22 @@ enum ParleyFuzzHarness {
                 "chunking changed the events before an error")
         }
 
+        // A parsed stanza (an arena view) reads, compares, hashes and serializes exactly like
+        // the same element built in code from what it reads.
+        for case .stanza(let element) in whole.events {
+            // The namespace is set afterwards: the initializer would hand it down to children in
+            // no namespace (its nil means "inherit" there).
+            var copy = XMLElement(element.name, attributes: element.attributes, children: element.children)
+            copy.namespace = element.namespace
+            precondition(copy == element && element == copy, "a parsed stanza differs from its copy")
+            precondition(copy.hashValue == element.hashValue, "a parsed stanza hashes unlike its copy")
+            precondition(copy.xmlBytes() == element.xmlBytes(), "a parsed stanza serializes unlike its copy")
+            precondition(element.text == copy.text && element.elements.count == copy.elements.count, "reads differ")
+            for attribute in element.attributes {
+                precondition(element.attribute(attribute.name, namespace: attribute.namespace) != nil, "an attribute cannot be found")
+            }
+        }
+
         // Pass 3: stop after the n-th event, reset, and feed the rest as a new stream.
         parser.reset()
         var seen = 0
