@@ -8,10 +8,10 @@ import Testing
         "<?xml version='1.0'?><stream:stream to='example.com' version='1.0' xml:lang='en' "
         + "xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'>"
 
-    func stanzas(_ body: String) throws -> [XMLElement] {
+    func stanzas(_ body: String, header: String = XMLArenaEquivalenceTests.header) throws -> [XMLElement] {
         let parser = XMLStreamParser()
         var result: [XMLElement] = []
-        try Array((Self.header + body).utf8).withUnsafeBytes { bytes in
+        try Array((header + body).utf8).withUnsafeBytes { bytes in
             _ = try parser.feed(bytes) { event in
                 if case .stanza(let element) = event { result.append(element) }
                 return .continue
@@ -43,5 +43,61 @@ import Testing
                 #expect(element.attribute(attribute.name, namespace: attribute.namespace) == attribute.value)
             }
         }
+    }
+}
+
+extension XMLArenaEquivalenceTests {
+    @Test func cdataAndMarkupInTextSerializeEscaped() throws {
+        let parsed = try stanzas("<message><body><![CDATA[<not a tag> & raw]]> more</body></message>")
+        let element = try #require(parsed.first)
+        var copy = XMLElement(element.name, attributes: element.attributes, children: element.children)
+        copy.namespace = element.namespace
+        #expect(copy.xmlString() == element.xmlString())
+        #expect(element.xmlString().contains("&lt;not a tag&gt; &amp; raw more"))
+    }
+}
+
+extension XMLArenaEquivalenceTests {
+    @Test func stanzasInNoNamespace() throws {
+        let header = "<?xml version='1.0'?><stream:stream xmlns:stream='http://etherx.jabber.org/streams' version='1.0'>"
+        let parsed = try stanzas("<messag/><body><![CDATA[<x>]]> y</body><iq a='1'><q xmlns='urn:q'><i n='2'>t</i></q></iq>", header: header)
+        for element in parsed {
+            var copy = XMLElement(element.name, attributes: element.attributes, children: element.children)
+            copy.namespace = element.namespace
+            #expect(copy.xmlString() == element.xmlString())
+        }
+    }
+}
+
+extension XMLArenaEquivalenceTests {
+    /// libxml2 passes an overlong three-byte form inside CDATA; the parser must not (the fuzzer
+    /// found it: forwarded as it was, it would end the recipient's stream).
+    @Test(arguments: [
+        [0xE0, 0x98, 0x95],  // overlong
+        [0xED, 0xA0, 0x80],  // a UTF-16 surrogate
+        [0xF4, 0x90, 0x80, 0x80],  // above U+10FFFF
+        [0xC0, 0xAF],  // overlong two-byte
+    ] as [[UInt8]])
+    func illFormedUTF8InCDATAIsAStreamError(_ sequence: [UInt8]) throws {
+        let parser = XMLStreamParser()
+        let bytes = Array((Self.header + "<message><body><![CDATA[caff").utf8) + sequence + Array("]]></body></message>".utf8)
+        var stanzas = 0
+        #expect(throws: StreamError.self) {
+            try bytes.withUnsafeBytes { raw in
+                _ = try parser.feed(raw) { event in
+                    if case .stanza = event { stanzas += 1 }
+                    return .continue
+                }
+            }
+        }
+        #expect(stanzas == 0)
+    }
+
+    @Test func wellFormedUTF8IsAccepted() throws {
+        let text = "caffè ࠕ 😀 ÿ 中文 𐍈"
+        let parsed = try stanzas("<message a='\(text)'><body><![CDATA[\(text)]]>\(text)</body></message>")
+        let message = try #require(parsed.first)
+        #expect(message[attribute: "a"] == text)
+        #expect(message.firstChild("body")?.text == text + text)
     }
 }

@@ -113,6 +113,11 @@ struct XMLArenaBuilder {
         bytes.count += count
     }
 
+    /// Whether the character data since the last tag is well-formed UTF-8 (see UTF8Validation).
+    var pendingTextIsValidUTF8: Bool {
+        bytes.count <= textStart || UTF8Validation.isValid(bytes.pointer + textStart, bytes.count - textStart)
+    }
+
     /// Closes the innermost open element; returns whether that completed the stanza.
     @inline(__always)
     mutating func closeElement() -> Bool {

@@ -53,6 +53,9 @@ enum XMLStreamParserErrors {
         StreamError(.policyViolation, text: "A stanza nests elements more than \(limit) levels deep.")
     }
 
+    /// Ill-formed UTF-8 that libxml2 let through (see UTF8Validation).
+    static let invalidUTF8 = StreamError(.unsupportedEncoding, text: "The stream is not in UTF-8: an ill-formed byte sequence.")
+
     static let textBetweenStanzas = StreamError(
         .badFormat, text: "The stream contains character data other than whitespace between stanzas.")
 

@@ -155,6 +155,7 @@ struct XMLStreamParserState {
         if position() - boundary > limits.maxStanzaBytes {
             return fail(XMLStreamParserErrors.stanzaTooLarge(limits.maxStanzaBytes))
         }
+        if !tree.pendingTextIsValidUTF8 { return fail(XMLStreamParserErrors.invalidUTF8) }
         let name = stanzaString(localName)
         let namespace = if let uri { stanzaString(uri) } else { Int32(-1) }
         tree.openElement(name: name, namespace: namespace)
@@ -165,6 +166,9 @@ struct XMLStreamParserState {
                 let attributeName = stanzaString(fields[0].unsafelyUnwrapped)
                 let attributeNamespace = if let uri = fields[2] { stanzaString(uri) } else { Int32(-1) }
                 let start = fields[3].unsafelyUnwrapped
+                guard UTF8Validation.isValid(start, fields[4].unsafelyUnwrapped - start) else {
+                    return fail(XMLStreamParserErrors.invalidUTF8)
+                }
                 tree.appendAttribute(
                     name: attributeName, namespace: attributeNamespace, value: start,
                     count: fields[4].unsafelyUnwrapped - start)
@@ -182,6 +186,7 @@ struct XMLStreamParserState {
             rootClosed = true
             return emit(.streamClosed, end: position())
         }
+        if !tree.pendingTextIsValidUTF8 { return fail(XMLStreamParserErrors.invalidUTF8) }
         let complete = tree.closeElement()
         if !complete { return }
         let end = position()

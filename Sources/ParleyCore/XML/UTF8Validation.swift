@@ -1,0 +1,44 @@
+/// Strict UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF).
+///
+/// libxml2 lets some ill-formed sequences through in character data (an overlong three-byte
+/// form inside CDATA, found by the fuzzer). Parsed stanzas keep the peer's bytes and the
+/// serializer writes them out unchanged, so one such byte would be forwarded to every
+/// recipient, whose parser would then end its stream: the parser checks text and attribute
+/// values itself. ASCII, most of what XMPP carries, is checked eight bytes at a time.
+enum UTF8Validation {
+    static func isValid(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> Bool {
+        var index = 0
+        while index < count {
+            if index + 8 <= count,
+                UnsafeRawPointer(bytes + index).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 == 0
+            {
+                index += 8
+                continue
+            }
+            let lead = bytes[index]
+            if lead < 0x80 {
+                index += 1
+                continue
+            }
+            let length: Int
+            switch lead {
+            case 0xC2...0xDF: length = 2
+            case 0xE0...0xEF: length = 3
+            case 0xF0...0xF4: length = 4
+            default: return false  // a continuation byte first, an overlong lead, or beyond U+10FFFF
+            }
+            guard index + length <= count else { return false }
+            for offset in 1..<length where bytes[index + offset] & 0xC0 != 0x80 { return false }
+            let second = bytes[index + 1]
+            switch lead {
+            case 0xE0 where second < 0xA0: return false  // overlong
+            case 0xED where second >= 0xA0: return false  // UTF-16 surrogates
+            case 0xF0 where second < 0x90: return false  // overlong
+            case 0xF4 where second >= 0x90: return false  // above U+10FFFF
+            default: break
+            }
+            index += length
+        }
+        return true
+    }
+}
