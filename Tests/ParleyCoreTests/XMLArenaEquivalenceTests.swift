@@ -71,26 +71,35 @@ extension XMLArenaEquivalenceTests {
 
 extension XMLArenaEquivalenceTests {
     /// libxml2 passes an overlong three-byte form inside CDATA; the parser must not (the fuzzer
-    /// found it: forwarded as it was, it would end the recipient's stream).
+    /// found it: forwarded as it was, it would end the recipient's stream), and in text and
+    /// attribute values too.
     @Test(arguments: [
         [0xE0, 0x98, 0x95],  // overlong
         [0xED, 0xA0, 0x80],  // a UTF-16 surrogate
         [0xF4, 0x90, 0x80, 0x80],  // above U+10FFFF
         [0xC0, 0xAF],  // overlong two-byte
     ] as [[UInt8]])
-    func illFormedUTF8InCDATAIsAStreamError(_ sequence: [UInt8]) throws {
-        let parser = XMLStreamParser()
-        let bytes = Array((Self.header + "<message><body><![CDATA[caff").utf8) + sequence + Array("]]></body></message>".utf8)
-        var stanzas = 0
-        #expect(throws: StreamError.self) {
-            try bytes.withUnsafeBytes { raw in
-                _ = try parser.feed(raw) { event in
-                    if case .stanza = event { stanzas += 1 }
-                    return .continue
+    func illFormedUTF8IsAStreamErrorWhereverItIs(_ sequence: [UInt8]) throws {
+        // In CDATA, in character data and in an attribute value.
+        let places: [([UInt8], [UInt8])] = [
+            (Array("<message><body><![CDATA[caff".utf8), Array("]]></body></message>".utf8)),
+            (Array("<message><body>caff".utf8), Array("</body></message>".utf8)),
+            (Array("<message id='caff".utf8), Array("'/>".utf8)),
+        ]
+        for (before, after) in places {
+            let parser = XMLStreamParser()
+            let bytes = Array(Self.header.utf8) + before + sequence + after
+            var stanzas = 0
+            #expect(throws: StreamError.self, "\(String(decoding: before, as: UTF8.self))") {
+                try bytes.withUnsafeBytes { raw in
+                    _ = try parser.feed(raw) { event in
+                        if case .stanza = event { stanzas += 1 }
+                        return .continue
+                    }
                 }
             }
+            #expect(stanzas == 0)
         }
-        #expect(stanzas == 0)
     }
 
     @Test func wellFormedUTF8IsAccepted() throws {

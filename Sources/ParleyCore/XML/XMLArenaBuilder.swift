@@ -21,6 +21,9 @@ struct XMLArenaBuilder {
     private var open: Table<Int32>
     /// Where the character data since the last tag begins in `bytes`.
     private var textStart = 0
+    /// An attribute value or text node began with a UTF-8 continuation byte: its first
+    /// character would be the tail of the value before it.
+    private var segmentStartsMidSequence = false
 
     init() {
         nodes = Table(capacity: 8)
@@ -47,6 +50,7 @@ struct XMLArenaBuilder {
         bytes.count = 0
         open.count = 0
         textStart = 0
+        segmentStartsMidSequence = false
     }
 
     // MARK: Tree
@@ -69,6 +73,7 @@ struct XMLArenaBuilder {
     @inline(__always)
     mutating func appendAttribute(name: Int32, namespace: Int32, value: UnsafePointer<UInt8>, count: Int) {
         let start = bytes.count
+        if count > 0, value[0] & 0xC0 == 0x80 { segmentStartsMidSequence = true }
         bytes.reserve(count)
         if memchr(value, Int32(UInt8(ascii: "&")), count) == nil {
             (bytes.pointer + start).initialize(from: value, count: count)
@@ -113,11 +118,6 @@ struct XMLArenaBuilder {
         bytes.count += count
     }
 
-    /// Whether the character data since the last tag is well-formed UTF-8 (see UTF8Validation).
-    var pendingTextIsValidUTF8: Bool {
-        bytes.count <= textStart || UTF8Validation.isValid(bytes.pointer + textStart, bytes.count - textStart)
-    }
-
     /// Closes the innermost open element; returns whether that completed the stanza.
     @inline(__always)
     mutating func closeElement() -> Bool {
@@ -135,6 +135,7 @@ struct XMLArenaBuilder {
             textStart = bytes.count
             return
         }
+        if bytes.pointer[textStart] & 0xC0 == 0x80 { segmentStartsMidSequence = true }
         nodes.pointer[Int(open.pointer[open.count - 1])].childCount += 1
         let index = Int32(truncatingIfNeeded: nodes.count)
         nodes.append(
@@ -142,6 +143,13 @@ struct XMLArenaBuilder {
                 name: Node.textMarker, namespace: -1, start: Int32(truncatingIfNeeded: textStart),
                 count: Int32(truncatingIfNeeded: bytes.count - textStart), end: index + 1, childCount: 0))
         textStart = bytes.count
+    }
+
+    /// Whether every attribute value and text node of the stanza is well-formed UTF-8 on its
+    /// own (see UTF8Validation): they lie back to back in `bytes`, so one pass over all of them
+    /// does, given that none begins in the middle of a character.
+    var bytesAreValidUTF8: Bool {
+        !segmentStartsMidSequence && UTF8Validation.isValid(bytes.pointer, bytes.count)
     }
 
     /// The completed stanza as an arena; the builder is empty again afterwards.
@@ -154,6 +162,7 @@ struct XMLArenaBuilder {
         attributes.count = 0
         bytes.count = 0
         textStart = 0
+        segmentStartsMidSequence = false
         return arena
     }
 }

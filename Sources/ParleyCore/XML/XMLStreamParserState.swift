@@ -155,7 +155,6 @@ struct XMLStreamParserState {
         if position() - boundary > limits.maxStanzaBytes {
             return fail(XMLStreamParserErrors.stanzaTooLarge(limits.maxStanzaBytes))
         }
-        if !tree.pendingTextIsValidUTF8 { return fail(XMLStreamParserErrors.invalidUTF8) }
         let name = stanzaString(localName)
         let namespace = if let uri { stanzaString(uri) } else { Int32(-1) }
         tree.openElement(name: name, namespace: namespace)
@@ -166,9 +165,6 @@ struct XMLStreamParserState {
                 let attributeName = stanzaString(fields[0].unsafelyUnwrapped)
                 let attributeNamespace = if let uri = fields[2] { stanzaString(uri) } else { Int32(-1) }
                 let start = fields[3].unsafelyUnwrapped
-                guard UTF8Validation.isValid(start, fields[4].unsafelyUnwrapped - start) else {
-                    return fail(XMLStreamParserErrors.invalidUTF8)
-                }
                 tree.appendAttribute(
                     name: attributeName, namespace: attributeNamespace, value: start,
                     count: fields[4].unsafelyUnwrapped - start)
@@ -186,7 +182,6 @@ struct XMLStreamParserState {
             rootClosed = true
             return emit(.streamClosed, end: position())
         }
-        if !tree.pendingTextIsValidUTF8 { return fail(XMLStreamParserErrors.invalidUTF8) }
         let complete = tree.closeElement()
         if !complete { return }
         let end = position()
@@ -194,6 +189,7 @@ struct XMLStreamParserState {
             return fail(XMLStreamParserErrors.stanzaTooLarge(limits.maxStanzaBytes))
         }
         boundary = end
+        guard tree.bytesAreValidUTF8 else { return fail(XMLStreamParserErrors.invalidUTF8) }
         let arena = tree.finish(names: names.table)
         emit(.stanza(XMLElement(arena: arena, node: 0)), end: end)
         if stopPosition == nil, end >= sliceStart, dictionaryIsLarge {
