@@ -279,22 +279,6 @@ public actor XMPPClient {
         }
     }
 
-    /// Stream errors after which reconnecting would repeat the same refusal, or fight
-    /// another device for the account (RFC 6120 §7.7.2.2; XMPPFramework learned this too).
-    static func kickReason(for error: StreamError) -> KickReason? {
-        switch error.condition {
-        case .conflict:
-            return .loggedInElsewhere
-        case .notAuthorized:
-            let text = error.text?.lowercased() ?? ""
-            return text.contains("removed") || text.contains("deleted") ? .accountRemoved : .credentialsRevoked
-        case .hostUnknown, .invalidNamespace, .unsupportedVersion, .policyViolation, .badFormat, .invalidFrom:
-            return .streamError(error.condition, error.text)
-        default:
-            return nil
-        }
-    }
-
     private func scheduleReconnect(after reason: DisconnectReason) {
         eventSink.yield(.disconnected(reason))
         guard configuration.reconnect.enabled else {
@@ -433,24 +417,5 @@ public actor XMPPClient {
         for handler in stanzaHandlers { await handler(stanza) }
     }
 
-    /// One line a person can act on, instead of NIO's nested error dumps.
-    nonisolated static func describe(_ error: any Error) -> String {
-        switch error {
-        case let error as IOError:
-            // "connection refused", not NIO's "connection reset (error set): … (errno: 111)".
-            return String(cString: strerror(error.errnoCode)).lowercased()
-        case let error as NIOConnectionError:
-            if error.connectionErrors.isEmpty, error.dnsAError != nil || error.dnsAAAAError != nil {
-                return "unknown host \(error.host)"
-            }
-            if let first = error.connectionErrors.first { return describe(first.error) }
-            return "unknown host \(error.host)"
-        case ChannelError.connectTimeout:
-            return "timed out"
-        default:
-            return "\(error)"
-        }
-    }
-
-    private nonisolated func describe(_ error: any Error) -> String { Self.describe(error) }
+    nonisolated func describe(_ error: any Error) -> String { Self.describe(error) }
 }
