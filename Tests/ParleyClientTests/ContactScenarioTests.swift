@@ -31,12 +31,7 @@ import Testing
 
     @Test func anAcceptedRequestMakesMutualFriends() async throws {
         try await withServer { server in
-            try await server.createAccount("alice")
-            try await server.createAccount("bob")
-            let (alice, aliceEvents) = try server.client("alice")
-            let (bob, bobEvents) = try server.client("bob")
-            try await alice.connect()
-            try await bob.connect()
+            let ((alice, aliceEvents), (bob, bobEvents)) = try await server.signedInPair("alice", "bob")
             try await befriend(alice, aliceEvents, bob, bobEvents, note: "It's Alice from the conference")
 
             // Alice asked back automatically: she never saw Bob's return request as a new one.
@@ -55,12 +50,7 @@ import Testing
 
     @Test func aDeclinedRequestIsReported() async throws {
         try await withServer { server in
-            try await server.createAccount("alice")
-            try await server.createAccount("carol")
-            let (alice, aliceEvents) = try server.client("alice")
-            let (carol, carolEvents) = try server.client("carol")
-            try await alice.connect()
-            try await carol.connect()
+            let ((alice, aliceEvents), (carol, carolEvents)) = try await server.signedInPair("alice", "carol")
             let carolJID = try JID("carol@localhost")
             try await alice.addContact(carolJID, message: "hi")
             try await carolEvents.next("request") { $0 == .contactRequest(from: try! JID("alice@localhost"), message: "hi") }
@@ -77,12 +67,7 @@ import Testing
 
     @Test func removalByTheOtherSideIsReportedOnce() async throws {
         try await withServer { server in
-            try await server.createAccount("alice")
-            try await server.createAccount("bob")
-            let (alice, aliceEvents) = try server.client("alice")
-            let (bob, bobEvents) = try server.client("bob")
-            try await alice.connect()
-            try await bob.connect()
+            let ((alice, aliceEvents), (bob, bobEvents)) = try await server.signedInPair("alice", "bob")
             try await befriend(alice, aliceEvents, bob, bobEvents, note: nil)
             let aliceJID = try JID("alice@localhost")
             try await bob.removeContact(aliceJID)

@@ -11,12 +11,7 @@ import Testing
 
     @Test func aMessageGoesFromSentToDeliveredToReadAndCanBeRecalled() async throws {
         try await withServer { server in
-            try await server.createAccount("alice")
-            try await server.createAccount("bob")
-            let (alice, aliceEvents) = try server.client("alice")
-            let (bob, bobEvents) = try server.client("bob")
-            try await alice.connect()
-            try await bob.connect()
+            let ((alice, aliceEvents), (bob, bobEvents)) = try await server.signedInPair("alice", "bob")
             try await befriend(alice, aliceEvents, bob, bobEvents, note: nil)
 
             let first = await alice.sendMessage(to: bobJID, body: "one")

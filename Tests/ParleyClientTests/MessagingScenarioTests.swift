@@ -11,12 +11,7 @@ import Testing
 
     @Test func chatBothWaysWithReceiptsAndTheConversationCache() async throws {
         try await withServer { server in
-            try await server.createAccount("alice")
-            try await server.createAccount("bob")
-            let (alice, aliceEvents) = try server.client("alice")
-            let (bob, bobEvents) = try server.client("bob")
-            try await alice.connect()
-            try await bob.connect()
+            let ((alice, aliceEvents), (bob, bobEvents)) = try await server.signedInPair("alice", "bob")
             try await befriend(alice, aliceEvents, bob, bobEvents, note: nil)
 
             let first = await alice.sendMessage(to: bobJID, body: "Hello Bob")
@@ -56,12 +51,7 @@ import Testing
 
     @Test func aStrangerGetsNoReceiptButTheMessageArrives() async throws {
         try await withServer { server in
-            try await server.createAccount("alice")
-            try await server.createAccount("bob")
-            let (alice, aliceEvents) = try server.client("alice")
-            let (bob, bobEvents) = try server.client("bob")
-            try await alice.connect()
-            try await bob.connect()
+            let ((alice, aliceEvents), (bob, bobEvents)) = try await server.signedInPair("alice", "bob")
             let id = await alice.sendMessage(to: bobJID, body: "hi stranger")
             try await bobEvents.next("message") { if case .message(let m) = $0 { m.id == id } else { false } }
             try await Task.sleep(for: .milliseconds(300))
@@ -88,12 +78,7 @@ import Testing
 
     @Test func reconnectsAfterAServerRestartAndDeliversWhatWasQueued() async throws {
         try await withServer { server in
-            try await server.createAccount("alice")
-            try await server.createAccount("bob")
-            let (alice, aliceEvents) = try server.client("alice")
-            let (bob, bobEvents) = try server.client("bob")
-            try await alice.connect()
-            try await bob.connect()
+            let ((alice, aliceEvents), (bob, bobEvents)) = try await server.signedInPair("alice", "bob")
             try await befriend(alice, aliceEvents, bob, bobEvents, note: nil)
 
             let port = server.running.c2sPort

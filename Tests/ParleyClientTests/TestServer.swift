@@ -56,6 +56,17 @@ struct TestServer {
         return configuration
     }
 
+    /// Two new accounts, each with a fresh client that is signed in: how most scenarios begin.
+    func signedInPair(_ first: String, _ second: String) async throws -> ((ChatClient, EventRecorder), (ChatClient, EventRecorder)) {
+        try await createAccount(first)
+        try await createAccount(second)
+        let one = try client(first)
+        let two = try client(second)
+        try await one.0.connect()
+        try await two.0.connect()
+        return (one, two)
+    }
+
     /// A client for `username` with a fresh cache, and a recorder of its events.
     func client(_ username: String, resource: String? = nil, cachePath: String? = nil) throws -> (ChatClient, EventRecorder) {
         let client = try ChatClient(
