@@ -50,12 +50,7 @@ import Testing
     /// gets the other's unavailable presence.
     @Test func removingABothContactEndsBothSubscriptionsAndPresence() async throws {
         try await TestServer.with { server in
-            try await Subscribe.establish(server, "alice", to: "bob")
-            try await Subscribe.establish(server, "bob", to: "alice")
-            let bob = try await server.im("bob")
-            let alice = try await server.im("alice")
-            try await alice.expectPresence(from: "bob@localhost/r")
-            try await bob.expectPresence(from: "alice@localhost/r")
+            let (alice, bob) = try await Subscribe.mutualOnline(server)
             let (reply, atAlice) = try await alice.rosterRemove("bob@localhost")
             #expect(reply.type == "result")
             _ = try atAlice.one("removal push") { $0.isPush("bob@localhost", subscription: "remove") }

@@ -274,12 +274,7 @@ import Testing
     /// From Both, unsubscribe leaves the user From and the contact To.
     @Test func unsubscribeFromBothLeavesFrom() async throws {
         try await TestServer.with { server in
-            try await Subscribe.establish(server, "alice", to: "bob")
-            try await Subscribe.establish(server, "bob", to: "alice")
-            let bob = try await server.im("bob")
-            let alice = try await server.im("alice")
-            try await alice.expectPresence(from: "bob@localhost/r")
-            try await bob.expectPresence(from: "alice@localhost/r")
+            let (alice, bob) = try await Subscribe.mutualOnline(server)
             try await alice.send("<presence to='bob@localhost' type='unsubscribe'/>")
             try await alice.expectPush(Self.bob, subscription: "from")
             try await alice.expectPresence(from: "bob@localhost/r", type: "unavailable")
@@ -302,12 +297,7 @@ import Testing
     /// From Both, unsubscribed leaves the user To and the contact From.
     @Test func unsubscribedFromBothLeavesTo() async throws {
         try await TestServer.with { server in
-            try await Subscribe.establish(server, "alice", to: "bob")
-            try await Subscribe.establish(server, "bob", to: "alice")
-            let bob = try await server.im("bob")
-            let alice = try await server.im("alice")
-            try await alice.expectPresence(from: "bob@localhost/r")
-            try await bob.expectPresence(from: "alice@localhost/r")
+            let (alice, bob) = try await Subscribe.mutualOnline(server)
             try await alice.send("<presence to='bob@localhost' type='unsubscribed'/>")
             try await alice.expectPush(Self.bob, subscription: "to")
             let received = try await bob.nextElements(3)

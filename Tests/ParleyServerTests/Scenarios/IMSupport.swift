@@ -219,6 +219,18 @@ enum Subscribe {
         try await server.disconnect(contact, b)
     }
 
+    /// Alice and Bob subscribed both ways, both online (resource `r`), each having received
+    /// the other's presence: the opening of every "from Both" scenario.
+    static func mutualOnline(_ server: TestServer) async throws -> (alice: TestClient, bob: TestClient) {
+        try await establish(server, "alice", to: "bob")
+        try await establish(server, "bob", to: "alice")
+        let bob = try await server.im("bob")
+        let alice = try await server.im("alice")
+        try await alice.expectPresence(from: "bob@localhost/r")
+        try await bob.expectPresence(from: "alice@localhost/r")
+        return (alice, bob)
+    }
+
     /// `user` asks `contact`, who does not answer.
     static func request(_ server: TestServer, _ user: String, to contact: String) async throws {
         let a = try await server.login(user, resource: "setup")
