@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import re
 import secrets
 import signal
@@ -145,9 +146,21 @@ def _clean_environment() -> dict[str, str]:
 
 
 def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
+    """A free port drawn from below the kernel's ephemeral range: a port from bind(0) is one
+    any outgoing connection may take as its source port before parleyd binds it."""
+    try:
+        ephemeral_start = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral_start = 32768
+    for _ in range(200):
+        port = random.randrange(10000, max(10001, ephemeral_start))
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((HOST, port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port below the ephemeral range after 200 tries")
 
 
 def _write_config(server: Parleyd, direct_tls_port: int) -> None:

@@ -7,6 +7,7 @@ import Foundation
 import ParleyClient
 import ParleyCore
 import ParleyTLS
+import ParleyTestSupport
 import Testing
 
 /// The client against another server: the same scenario as against parleyd
@@ -118,7 +119,7 @@ final class ProsodyServer: @unchecked Sendable {
         var lastFailure = "not started"
         // The port is free when probed but could be taken before Prosody binds it: try again.
         for _ in 0..<3 {
-            let port = try freePort()
+            let port = try UnusedPort.belowEphemeralRange()
             try writeConfig(directory: directory, port: port, modules: modules)
             if !FileManager.default.fileExists(atPath: directory + "/data/localhost/accounts") {
                 for (user, password) in users.sorted(by: { $0.key < $1.key }) {
@@ -196,7 +197,8 @@ final class ProsodyServer: @unchecked Sendable {
         while ContinuousClock.now < deadline {
             let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
             if log.contains("Added listening service c2s to [127.0.0.1]:\(port)") { return .listening }
-            if log.contains("Failed to open server port") { return .portTaken("port \(port) was taken") }
+            // The log is kept across attempts: only this attempt's port counts.
+            if log.contains("Failed to open server port \(port) ") { return .portTaken("port \(port) was taken") }
             if !process.isRunning { return .failed("prosody exited with status \(process.terminationStatus)") }
             try? await Task.sleep(for: .milliseconds(50))
         }
@@ -323,26 +325,5 @@ final class ProsodyServer: @unchecked Sendable {
         }
         try? output?.close()
         return (process.terminationStatus, (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")
-    }
-
-    /// A TCP port on 127.0.0.1 that nothing listens on right now.
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-        }
-        guard bound == 0 else { throw Failure(description: "bind: errno \(errno)") }
-        let named = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        guard named == 0 else { throw Failure(description: "getsockname: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

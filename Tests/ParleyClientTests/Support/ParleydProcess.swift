@@ -1,9 +1,8 @@
 import Foundation
-import NIOCore
-import NIOPosix
 import ParleyClient
 import ParleyCore
 import ParleyTLS
+import ParleyTestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -28,7 +27,7 @@ final class ParleydProcess: @unchecked Sendable {
     init(extra: String = "") throws {
         directory = NSTemporaryDirectory() + "parleyd-process-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        port = try Self.freePort()
+        port = try UnusedPort.belowEphemeralRange()
         let config = """
             domain: localhost
             data_dir: \(directory)/data
@@ -111,12 +110,6 @@ final class ParleydProcess: @unchecked Sendable {
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
         return process
-    }
-
-    private static func freePort() throws -> Int {
-        let channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).wait()
-        defer { try? channel.close().wait() }
-        return channel.localAddress!.port!
     }
 
     private static func accepts(port: Int) -> Bool {
