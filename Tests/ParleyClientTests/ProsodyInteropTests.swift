@@ -119,7 +119,7 @@ final class ProsodyServer: @unchecked Sendable {
         var lastFailure = "not started"
         // The port is free when probed but could be taken before Prosody binds it: try again.
         for _ in 0..<3 {
-            let port = try UnusedPort.belowEphemeralRange()
+            let port = try LoopbackPort.unusedBelowEphemeralRange()
             try writeConfig(directory: directory, port: port, modules: modules)
             if !FileManager.default.fileExists(atPath: directory + "/data/localhost/accounts") {
                 for (user, password) in users.sorted(by: { $0.key < $1.key }) {

@@ -27,7 +27,7 @@ final class ParleydProcess: @unchecked Sendable {
     init(extra: String = "") throws {
         directory = NSTemporaryDirectory() + "parleyd-process-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        port = try UnusedPort.belowEphemeralRange()
+        port = try LoopbackPort.unusedBelowEphemeralRange()
         let config = """
             domain: localhost
             data_dir: \(directory)/data
@@ -68,7 +68,7 @@ final class ParleydProcess: @unchecked Sendable {
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline {
             guard process.isRunning else { throw ProcessFailure(description: "parleyd exited \(process.terminationStatus) on start") }
-            if Self.accepts(port: port) { return }
+            if LoopbackPort.accepts(port) { return }
             try await Task.sleep(for: .milliseconds(50))
         }
         throw ProcessFailure(description: "parleyd did not listen on \(port) within 20 s")
@@ -110,19 +110,6 @@ final class ParleydProcess: @unchecked Sendable {
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
         return process
-    }
-
-    private static func accepts(port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
     }
 }
 
