@@ -13,6 +13,9 @@ public struct ArchiveEntry: Sendable, Hashable {
     public var stanzaID: String
     /// The sender's XEP-0359 origin-id, if it gave one.
     public var originID: String?
+    /// The message's `id` and `type` attributes, kept for its tombstone should it be retracted.
+    public var messageID: String?
+    public var messageType: String?
     public var stanza: String
     public var archivedAt: Date
     /// An XEP-0424 retraction: the stanza-id or origin-id of an earlier message from the
@@ -20,8 +23,8 @@ public struct ArchiveEntry: Sendable, Hashable {
     public var retracts: String?
 
     public init(
-        owner: String, with: String, from: String, to: String, stanzaID: String, originID: String?, stanza: String,
-        archivedAt: Date, retracts: String? = nil
+        owner: String, with: String, from: String, to: String, stanzaID: String, originID: String?,
+        messageID: String? = nil, messageType: String? = nil, stanza: String, archivedAt: Date, retracts: String? = nil
     ) {
         self.owner = owner
         self.with = with
@@ -29,6 +32,8 @@ public struct ArchiveEntry: Sendable, Hashable {
         self.to = to
         self.stanzaID = stanzaID
         self.originID = originID
+        self.messageID = messageID
+        self.messageType = messageType
         self.stanza = stanza
         self.archivedAt = archivedAt
         self.retracts = retracts
@@ -41,6 +46,9 @@ public struct ArchivedMessage: Sendable, Hashable {
     public var position: Int64
     public var stanzaID: String
     public var originID: String?
+    /// The message's `id` and `type` attributes (nil for messages archived before they were kept).
+    public var messageID: String?
+    public var messageType: String?
     public var from: String
     public var to: String
     /// Nil once the message was retracted (a tombstone).
@@ -49,12 +57,14 @@ public struct ArchivedMessage: Sendable, Hashable {
     public var retractedAt: Date?
 
     public init(
-        position: Int64, stanzaID: String, originID: String?, from: String, to: String, stanza: String?, archivedAt: Date,
-        retractedAt: Date?
+        position: Int64, stanzaID: String, originID: String?, messageID: String? = nil, messageType: String? = nil,
+        from: String, to: String, stanza: String?, archivedAt: Date, retractedAt: Date?
     ) {
         self.position = position
         self.stanzaID = stanzaID
         self.originID = originID
+        self.messageID = messageID
+        self.messageType = messageType
         self.from = from
         self.to = to
         self.stanza = stanza

@@ -15,8 +15,8 @@ import Testing
         return [sender, recipient].map { owner in
             ArchiveEntry(
                 owner: String(owner.prefix { $0 != "@" }), with: owner == sender ? recipient : sender, from: sender + "/phone",
-                to: recipient, stanzaID: id, originID: origin, stanza: stanza, archivedAt: Date(timeIntervalSince1970: seconds),
-                retracts: retracts)
+                to: recipient, stanzaID: id, originID: origin, messageID: "client-\(id)", messageType: "chat", stanza: stanza,
+                archivedAt: Date(timeIntervalSince1970: seconds), retracts: retracts)
         }
     }
 
@@ -139,6 +139,7 @@ import Testing
             let target = try #require(page.messages.first)
             #expect(target.stanza == nil && target.retractedAt == Date(timeIntervalSince1970: 1300))
             #expect(target.from == Self.romeo + "/phone" && target.originID == "o11")
+            #expect(target.messageID == "client-m11" && target.messageType == "chat", "what the tombstone names the message by")
             #expect(page.messages[1].stanza != nil && page.messages[2].stanza != nil)
         }
         // By stanza-id too.

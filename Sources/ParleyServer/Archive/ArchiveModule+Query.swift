@@ -55,11 +55,13 @@ extension ArchiveModule {
         return envelope
     }
 
-    /// The archived message, or for a retracted one its XEP-0424 tombstone: addresses and
-    /// ids only, with `<retracted/>` in place of the content.
+    /// The archived message, or for a retracted one its XEP-0424 tombstone: addresses, type
+    /// and ids only, with `<retracted/>` in place of the content.
     static func archivedStanza(_ message: ArchivedMessage) -> XMLElement {
         if let text = message.stanza, let stanza = StoredStanza.parse(text) { return stanza }
-        var tombstone = XMLElement("message", namespace: XMLNamespace.client, ["from": message.from, "to": message.to, "type": "chat"])
+        var tombstone = XMLElement(
+            "message", namespace: XMLNamespace.client, ["from": message.from, "to": message.to, "type": message.messageType ?? "chat"])
+        if let id = message.messageID { tombstone[attribute: "id"] = id }
         tombstone.append(
             XMLElement("retracted", namespace: XMLNamespace.messageRetract, ["stamp": OfflineModule.timestamp(message.retractedAt ?? message.archivedAt)]))
         if let originID = message.originID {

@@ -88,19 +88,21 @@ public final class ArchiveModule: ServerModule, Sendable {
 
         let originID = clean.firstChild("origin-id", namespace: XMLNamespace.stanzaID)?[attribute: "id"]
         let retracts = clean.firstChild("retract", namespace: XMLNamespace.messageRetract)?[attribute: "id"]
+        let messageID = clean[attribute: "id"]
+        let messageType = clean.type
         let from = message.from ?? sender.description
         let to = message.to ?? recipient.description
         let now = Date()
         var entries = [
             ArchiveEntry(
                 owner: senderUser, with: recipientArchive, from: from, to: to, stanzaID: id, originID: originID,
-                stanza: StoredStanza.serialize(forSender), archivedAt: now, retracts: retracts)
+                messageID: messageID, messageType: messageType, stanza: StoredStanza.serialize(forSender), archivedAt: now, retracts: retracts)
         ]
         if recipientArchive != senderArchive {
             entries.append(
                 ArchiveEntry(
                     owner: recipientUser, with: senderArchive, from: from, to: to, stanzaID: id, originID: originID,
-                    stanza: StoredStanza.serialize(forRecipient), archivedAt: now, retracts: retracts))
+                    messageID: messageID, messageType: messageType, stanza: StoredStanza.serialize(forRecipient), archivedAt: now, retracts: retracts))
         }
         let queued = writer.enqueue(entries)
         return RoutedMessage(

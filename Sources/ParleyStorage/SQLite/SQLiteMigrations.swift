@@ -11,6 +11,7 @@ enum SQLiteMigrations {
         migrator.registerMigration("v2", migrate: v2)
         migrator.registerMigration("v3", migrate: v3)
         migrator.registerMigration("v4", migrate: v4)
+        migrator.registerMigration("v5", migrate: v5)
         return migrator
     }
 
@@ -159,5 +160,16 @@ enum SQLiteMigrations {
     private static func v4(_ db: Database) throws {
         try db.execute(
             sql: "CREATE INDEX archive_messages_sent ON archive_messages(account_id, from_bare, id) WHERE origin_id IS NOT NULL")
+    }
+
+    /// The message's own `id` and `type`, kept apart from the stanza so that a retraction's
+    /// tombstone (XEP-0424), whose stanza is gone, still names the message the way the
+    /// clients that hold it do. Rows archived before have neither.
+    private static func v5(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                ALTER TABLE archive_messages ADD COLUMN message_id TEXT;
+                ALTER TABLE archive_messages ADD COLUMN message_type TEXT;
+                """)
     }
 }

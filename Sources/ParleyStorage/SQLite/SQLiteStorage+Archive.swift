@@ -11,8 +11,9 @@ extension SQLiteStorage: ArchiveStore {
             let insert = try db.cachedStatement(
                 sql: """
                     INSERT INTO archive_messages
-                        (account_id, with_bare, from_bare, from_jid, to_jid, stanza_id, origin_id, stanza, archived_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        (account_id, with_bare, from_bare, from_jid, to_jid, stanza_id, origin_id, message_id, message_type,
+                         stanza, archived_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """)
             let retract = try db.cachedStatement(
                 sql: """
@@ -32,8 +33,8 @@ extension SQLiteStorage: ArchiveStore {
                     continue
                 }
                 try insert.execute(arguments: [
-                    accountID, entry.with, fromBare, entry.from, entry.to, entry.stanzaID, entry.originID, entry.stanza,
-                    Self.milliseconds(entry.archivedAt),
+                    accountID, entry.with, fromBare, entry.from, entry.to, entry.stanzaID, entry.originID, entry.messageID,
+                    entry.messageType, entry.stanza, Self.milliseconds(entry.archivedAt),
                 ])
                 touched.insert(accountID)
             }
@@ -96,7 +97,7 @@ extension SQLiteStorage: ArchiveStore {
                 pagedArguments += [try position(of: before)]
             }
             let limit = max(query.max, 0)
-            let columns = "id, stanza_id, origin_id, from_jid, to_jid, stanza, archived_at, retracted_at"
+            let columns = "id, stanza_id, origin_id, message_id, message_type, from_jid, to_jid, stanza, archived_at, retracted_at"
             var rows = try Row.fetchAll(
                 db,
                 sql: "SELECT \(columns) FROM archive_messages WHERE \(paged) ORDER BY id \(backwards ? "DESC" : "ASC") LIMIT ?",
@@ -106,8 +107,8 @@ extension SQLiteStorage: ArchiveStore {
             if backwards { rows.reverse() }
             let messages = rows.map { row in
                 ArchivedMessage(
-                    position: row["id"], stanzaID: row["stanza_id"], originID: row["origin_id"], from: row["from_jid"],
-                    to: row["to_jid"], stanza: row["stanza"], archivedAt: Self.date(milliseconds: row["archived_at"]),
+                    position: row["id"], stanzaID: row["stanza_id"], originID: row["origin_id"], messageID: row["message_id"],
+                    messageType: row["message_type"], from: row["from_jid"], to: row["to_jid"], stanza: row["stanza"], archivedAt: Self.date(milliseconds: row["archived_at"]),
                     retractedAt: (row["retracted_at"] as Int64?).map(Self.date(milliseconds:)))
             }
             var firstIndex: Int?

@@ -161,6 +161,9 @@ import Testing
                     .firstChild("forwarded", namespace: "urn:xmpp:forward:0")?.firstChild("message"))
                 #expect(first.firstChild("body") == nil)
                 #expect(first.firstChild("retracted", namespace: "urn:xmpp:message-retract:1") != nil)
+                // Named as the clients holding it know it: its id, type and origin-id stay.
+                #expect(first[attribute: "id"] == "m1" && first.type == "chat")
+                #expect(first.firstChild("origin-id", namespace: "urn:xmpp:sid:0")?[attribute: "id"] == "o1")
                 #expect(results.count == 3)
             }
         }
