@@ -47,6 +47,25 @@ import Testing
 }
 
 extension XMLArenaEquivalenceTests {
+    /// `to`, `from`, `id` and `type` are found by their number in the parser's name table:
+    /// only attributes in no namespace count, a name first met as an element name still
+    /// works, and a name the stream never used is simply absent.
+    @Test func stanzaAttributesReadLikeAnyOtherAttribute() throws {
+        let parsed = try stanzas(
+            "<iq id='1'><type xmlns='urn:t'/></iq>"
+                + "<message xmlns:x='urn:x' x:type='namespaced' x:to='elsewhere' type='chat' id='m2' from='a@b/c'/>"
+                + "<presence x='1'/>")
+        #expect(parsed.count == 3)
+        #expect(parsed[0].id == "1" && parsed[0].type == nil && parsed[0].to == nil)
+        #expect(parsed[1].type == "chat" && parsed[1].to == nil && parsed[1].id == "m2" && parsed[1].from == "a@b/c")
+        #expect(parsed[1].attribute("type", namespace: "urn:x") == "namespaced")
+        #expect(parsed[2].type == nil && parsed[2].id == nil && parsed[2].from == nil)
+        for element in parsed {
+            let byNumber = [element.to, element.from, element.id, element.type]
+            #expect(byNumber == ["to", "from", "id", "type"].map { element.attribute($0) }, "\(element.xmlString())")
+        }
+    }
+
     @Test func cdataAndMarkupInTextSerializeEscaped() throws {
         let parsed = try stanzas("<message><body><![CDATA[<not a tag> & raw]]> more</body></message>")
         let element = try #require(parsed.first)

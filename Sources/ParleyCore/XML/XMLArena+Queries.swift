@@ -27,6 +27,21 @@ extension XMLArena {
         return nil
     }
 
+    /// `to`, `from`, `id` or `type` (no namespace), found by the name's number.
+    func stanzaAttributeValue(of element: Int32, _ name: StanzaAttributeNames.Name) -> String? {
+        let nameIndex = withUnsafeMutablePointerToHeader { $0.pointee.stanzaNames[name] }
+        guard nameIndex >= 0 else { return nil }
+        let node = self.node(Int(element))
+        let start = Int(node.start)
+        for index in start..<start + Int(node.count) {
+            let attribute = self.attribute(index)
+            if attribute.name == nameIndex, attribute.namespace < 0 {
+                return makeString(attribute.valueStart, attribute.valueCount)
+            }
+        }
+        return nil
+    }
+
     func attributes(of element: Int32) -> [XMLAttribute] {
         let node = self.node(Int(element))
         let start = Int(node.start)

@@ -21,6 +21,7 @@ final class XMLArena: ManagedBuffer<XMLArena.Header, UInt64> {
     /// Trivial, so that destroying it costs nothing: the table is released by hand in `deinit`.
     struct Header {
         var names: Unmanaged<XMLNameTable>
+        var stanzaNames: StanzaAttributeNames
         var nodeCount: Int
         var attributeCount: Int
         var byteCount: Int
@@ -41,6 +42,39 @@ final class XMLArena: ManagedBuffer<XMLArena.Header, UInt64> {
         var childCount: Int32
 
         var isText: Bool { name == Self.textMarker }
+    }
+
+    /// Where `to`, `from`, `id` and `type` are in the name table (-1: not seen yet), so that
+    /// the router's reads of every stanza compare numbers, not Strings.
+    struct StanzaAttributeNames {
+        static let none = StanzaAttributeNames(to: -1, from: -1, id: -1, type: -1)
+        var to: Int32
+        var from: Int32
+        var id: Int32
+        var type: Int32
+
+        enum Name { case to, from, id, type }
+
+        @inline(__always)
+        subscript(name: Name) -> Int32 {
+            switch name {
+            case .to: to
+            case .from: from
+            case .id: id
+            case .type: type
+            }
+        }
+
+        /// Notes `name`'s place if it is one of the four.
+        mutating func note(_ name: String, at index: Int32) {
+            switch name {
+            case "to": to = index
+            case "from": from = index
+            case "id": id = index
+            case "type": type = index
+            default: break
+            }
+        }
     }
 
     struct Attribute {
@@ -131,13 +165,13 @@ final class XMLArena: ManagedBuffer<XMLArena.Header, UInt64> {
 
     /// Copies the builder's tables in.
     static func make(
-        names: XMLNameTable, nodes: UnsafePointer<Node>, nodeCount: Int,
+        names: XMLNameTable, stanzaNames: StanzaAttributeNames, nodes: UnsafePointer<Node>, nodeCount: Int,
         attributes: UnsafePointer<Attribute>, attributeCount: Int, bytes: UnsafePointer<UInt8>, byteCount: Int
     ) -> XMLArena {
         let size = byteSize(nodes: nodeCount, attributes: attributeCount, bytes: byteCount)
         let buffer = create(minimumCapacity: (size + 7) / 8) { _ in
             Header(
-                names: .passRetained(names), nodeCount: nodeCount, attributeCount: attributeCount,
+                names: .passRetained(names), stanzaNames: stanzaNames, nodeCount: nodeCount, attributeCount: attributeCount,
                 byteCount: byteCount)
         }
         let arena = unsafeDowncast(buffer, to: XMLArena.self)

@@ -153,9 +153,9 @@ struct XMLArenaBuilder {
     }
 
     /// The completed stanza as an arena; the builder is empty again afterwards.
-    mutating func finish(names: XMLNameTable) -> XMLArena {
+    mutating func finish(names: XMLNameTable, stanzaNames: XMLArena.StanzaAttributeNames) -> XMLArena {
         let arena = XMLArena.make(
-            names: names, nodes: nodes.pointer, nodeCount: nodes.count,
+            names: names, stanzaNames: stanzaNames, nodes: nodes.pointer, nodeCount: nodes.count,
             attributes: attributes.pointer, attributeCount: attributes.count, bytes: bytes.pointer,
             byteCount: bytes.count)
         nodes.count = 0

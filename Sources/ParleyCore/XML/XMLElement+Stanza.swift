@@ -6,22 +6,29 @@ extension XMLElement {
     }
 
     public var to: String? {
-        get { self[attribute: "to"] }
+        get { stanzaAttribute(.to, "to") }
         set { self[attribute: "to"] = newValue }
     }
 
     public var from: String? {
-        get { self[attribute: "from"] }
+        get { stanzaAttribute(.from, "from") }
         set { self[attribute: "from"] = newValue }
     }
 
     public var id: String? {
-        get { self[attribute: "id"] }
+        get { stanzaAttribute(.id, "id") }
         set { self[attribute: "id"] = newValue }
     }
 
     public var type: String? {
-        get { self[attribute: "type"] }
+        get { stanzaAttribute(.type, "type") }
         set { self[attribute: "type"] = newValue }
+    }
+
+    /// A parsed stanza finds these by the name's number in its parser's name table.
+    @inline(__always)
+    private func stanzaAttribute(_ key: XMLArena.StanzaAttributeNames.Name, _ name: String) -> String? {
+        if case .arena(let arena, let node) = content { return arena.stanzaAttributeValue(of: node, key) }
+        return attribute(name)
     }
 }

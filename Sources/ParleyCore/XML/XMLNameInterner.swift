@@ -23,6 +23,8 @@ struct XMLNameInterner {
     private(set) var table: XMLNameTable
     /// Distinct names seen since the last `removeAll()`.
     var count: Int { table.count }
+    /// The numbers of the names the router reads on every stanza.
+    private(set) var stanzaNames = XMLArena.StanzaAttributeNames.none
 
     /// Small to start with: a client stream uses some twenty names, and every connection
     /// holds one of these (it grows as needed).
@@ -69,9 +71,12 @@ struct XMLNameInterner {
     @inline(never)
     private mutating func insert(_ pointer: UnsafePointer<xmlChar>, at slot: Int) -> Int32 {
         let length = Int(xmlStrlen(pointer))
-        let index = table.append(String(decoding: UnsafeBufferPointer(start: pointer, count: length), as: UTF8.self))
+        let name = String(decoding: UnsafeBufferPointer(start: pointer, count: length), as: UTF8.self)
+        let index = table.append(name)
+        stanzaNames.note(name, at: index)
         entries[slot] = Entry(key: UInt(bitPattern: pointer), index: index)
-        if count * 2 > mask + 1 { grow() }
+        // At most a quarter full: most lookups then hit on the first probe.
+        if count * 4 > mask + 1 { grow() }
         return index
     }
 

@@ -190,7 +190,7 @@ struct XMLStreamParserState {
         }
         boundary = end
         guard tree.bytesAreValidUTF8 else { return fail(XMLStreamParserErrors.invalidUTF8) }
-        let arena = tree.finish(names: names.table)
+        let arena = tree.finish(names: names.table, stanzaNames: names.stanzaNames)
         emit(.stanza(XMLElement(arena: arena, node: 0)), end: end)
         if stopPosition == nil, end >= sliceStart, dictionaryIsLarge {
             recyclePosition = end
