@@ -99,7 +99,7 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
         case TLSError.hostnameMismatch(let expected, let fingerprint):
             finish(.certificateUntrusted("the certificate is not for \(expected) (SHA-256 fingerprint \(fingerprint ?? "unknown"))"))
         case TLSError.pinnedCertificateMismatch(_, let actual):
-            finish(.certificateUntrusted("the certificate is not the trusted one (SHA-256 fingerprint \(actual))"))
+            finish(.certificateUntrusted("the certificate is not the trusted one (SHA-256 fingerprint \(actual ?? "unknown"))"))
         default:
             finish(.connectionLost("\(error)"))
         }

@@ -5,6 +5,7 @@ import Testing
 /// must end in the right stream error and a closed connection.
 @Suite struct StreamHeaderScenarios {
     /// Sends `bytes` as the first thing on a fresh connection and expects `condition`.
+    @discardableResult
     private func refused(_ bytes: String, _ condition: StreamErrorCondition) async throws -> StreamError {
         try await TestServer.with { server in
             let client = try await server.connect()
