@@ -258,6 +258,21 @@ class InteropClient(slixmpp.ClientXMPP):
         return self.disconnect_reasons[-1]
 
 
+def event_queue(client, event: str) -> asyncio.Queue:
+    """Every `event` the client raises from now on, in order."""
+    queue: asyncio.Queue = asyncio.Queue()
+    client.add_event_handler(event, queue.put_nowait)
+    return queue
+
+
+async def next_event(queue: asyncio.Queue, client, what: str, timeout: float = TIMEOUT):
+    """The next item of an event_queue, failing with the client's event trail."""
+    try:
+        return await asyncio.wait_for(queue.get(), timeout)
+    except asyncio.TimeoutError:
+        raise AssertionError(f"no {what} within {timeout}s: {client.describe()}") from None
+
+
 def roster_items(iq) -> dict[str, dict]:
     """The items of a roster result or push, by bare JID as a string."""
     return {str(jid): dict(item) for jid, item in iq["roster"]["items"].items()}

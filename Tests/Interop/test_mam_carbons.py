@@ -4,26 +4,11 @@ through its xep_0280 plugin."""
 
 from __future__ import annotations
 
-import asyncio
-
-from interop_support import TIMEOUT, no_more, run, session
+from interop_support import TIMEOUT, event_queue, next_event, no_more, run, session
 
 MAM = "urn:xmpp:mam:2"
 CARBONS = "urn:xmpp:carbons:2"
 SID = "urn:xmpp:sid:0"
-
-
-def _queue(client, event: str) -> asyncio.Queue:
-    queue: asyncio.Queue = asyncio.Queue()
-    client.add_event_handler(event, queue.put_nowait)
-    return queue
-
-
-async def _get(queue: asyncio.Queue, client, what: str):
-    try:
-        return await asyncio.wait_for(queue.get(), TIMEOUT)
-    except asyncio.TimeoutError:
-        raise AssertionError(f"no {what} within {TIMEOUT}s: {client.describe()}") from None
 
 
 def _body(result) -> str:
@@ -96,8 +81,8 @@ def test_carbons_copy_received_and_sent_messages(parleyd):
                 session(parleyd, bob_account, resource="laptop", plugins=("xep_0280",)) as laptop:
             info = await alice.plugin["xep_0030"].get_info(jid=parleyd.domain, timeout=TIMEOUT)
             assert CARBONS in set(info["disco_info"]["features"]), info
-            received = _queue(phone, "carbon_received")
-            sent = _queue(laptop, "carbon_sent")
+            received = event_queue(phone, "carbon_received")
+            sent = event_queue(laptop, "carbon_sent")
             for client in (alice, phone, laptop):
                 await client.online()
             await phone.plugin["xep_0280"].enable(timeout=TIMEOUT)
@@ -106,14 +91,14 @@ def test_carbons_copy_received_and_sent_messages(parleyd):
             alice.send_message(mto=f"{bob_account.jid}/laptop", mbody="to the laptop", mtype="chat")
             direct = await laptop.next_message()
             assert direct["body"] == "to the laptop"
-            carbon = await _get(received, phone, "received carbon")
+            carbon = await next_event(received, phone, "received carbon")
             assert carbon["from"] == bob_account.jid, carbon
             copy = carbon["carbon_received"]
             assert copy["body"] == "to the laptop" and copy["from"] == f"{alice_account.jid}/interop", carbon
 
             phone.send_message(mto=alice_account.jid, mbody="from the phone", mtype="chat")
             assert (await alice.next_message())["body"] == "from the phone"
-            carbon = await _get(sent, laptop, "sent carbon")
+            carbon = await next_event(sent, laptop, "sent carbon")
             copy = carbon["carbon_sent"]
             assert copy["body"] == "from the phone" and copy["to"] == alice_account.jid, carbon
 

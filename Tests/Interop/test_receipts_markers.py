@@ -5,19 +5,10 @@ learns what was delivered and read."""
 
 from __future__ import annotations
 
-import asyncio
-
-from interop_support import TIMEOUT, run, session
+from interop_support import TIMEOUT, event_queue, next_event, run, session
 
 RECEIPTS = "urn:xmpp:receipts"
 MARKERS = "urn:xmpp:chat-markers:0"
-
-
-async def _next(queue: asyncio.Queue, client, what: str):
-    try:
-        return await asyncio.wait_for(queue.get(), TIMEOUT)
-    except asyncio.TimeoutError:
-        raise AssertionError(f"no {what} within {TIMEOUT}s: {client.describe()}") from None
 
 
 def test_receipt_and_displayed_marker_pass_through_and_are_archived(parleyd):
@@ -30,10 +21,8 @@ def test_receipt_and_displayed_marker_pass_through_and_are_archived(parleyd):
     async def scenario():
         async with session(parleyd, alice_account, plugins=plugins) as alice, \
                 session(parleyd, bob_account, plugins=plugins) as bob:
-            receipts: asyncio.Queue = asyncio.Queue()
-            displayed: asyncio.Queue = asyncio.Queue()
-            alice.add_event_handler("receipt_received", receipts.put_nowait)
-            alice.add_event_handler("marker_displayed", displayed.put_nowait)
+            receipts = event_queue(alice, "receipt_received")
+            displayed = event_queue(alice, "marker_displayed")
             for client in (alice, bob):
                 await client.online()
 
@@ -47,11 +36,11 @@ def test_receipt_and_displayed_marker_pass_through_and_are_archived(parleyd):
             assert received.xml.find(f"{{{RECEIPTS}}}request") is not None, received
             assert received.xml.find(f"{{{MARKERS}}}markable") is not None, received
 
-            receipt = await _next(receipts, alice, "receipt")
+            receipt = await next_event(receipts, alice, "receipt")
             assert receipt["receipt"] == "hello-1" and receipt["from"].bare == bob_account.jid, receipt
 
             bob.plugin["xep_0333"].send_marker(mto=alice_account.jid, id="hello-1", marker="displayed", mtype="chat")
-            marker = await _next(displayed, alice, "displayed marker")
+            marker = await next_event(displayed, alice, "displayed marker")
             assert marker["displayed"]["id"] == "hello-1" and marker["from"].bare == bob_account.jid, marker
             await bob.sync()
 

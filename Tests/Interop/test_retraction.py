@@ -4,9 +4,7 @@ keeps a tombstone in place of the retracted message for both parties."""
 
 from __future__ import annotations
 
-import asyncio
-
-from interop_support import TIMEOUT, run, session
+from interop_support import TIMEOUT, event_queue, next_event, run, session
 
 RETRACT = "urn:xmpp:message-retract:1"
 
@@ -25,8 +23,7 @@ def test_a_retraction_reaches_the_recipient_and_tombstones_both_archives(parleyd
     async def scenario():
         async with session(parleyd, alice_account, plugins=("xep_0359", "xep_0424", "xep_0313")) as alice, \
                 session(parleyd, bob_account, plugins=("xep_0359", "xep_0424", "xep_0313")) as bob:
-            retractions: asyncio.Queue = asyncio.Queue()
-            bob.add_event_handler("message_retract", retractions.put_nowait)
+            retractions = event_queue(bob, "message_retract")
             for client in (alice, bob):
                 await client.online()
 
@@ -39,10 +36,7 @@ def test_a_retraction_reaches_the_recipient_and_tombstones_both_archives(parleyd
             assert (await bob.next_message())["body"] == "this one stays"
 
             alice.plugin["xep_0424"].send_retraction(mto=bob_account.jid, id="oops-origin-1")
-            try:
-                retraction = await asyncio.wait_for(retractions.get(), TIMEOUT)
-            except asyncio.TimeoutError:
-                raise AssertionError(f"no retraction within {TIMEOUT}s: {bob.describe()}") from None
+            retraction = await next_event(retractions, bob, "retraction")
             assert retraction["retract"]["id"] == "oops-origin-1", retraction
             assert retraction["from"].bare == alice_account.jid, retraction
             await alice.sync()

@@ -9,20 +9,7 @@ import struct
 
 import pytest
 
-from interop_support import TIMEOUT, InteropClient, no_more, run, session, wait_for_log
-
-def _queue(client, event: str) -> asyncio.Queue:
-    queue: asyncio.Queue = asyncio.Queue()
-    client.add_event_handler(event, queue.put_nowait)
-    return queue
-
-
-async def _get(queue: asyncio.Queue, client, what: str):
-    try:
-        return await asyncio.wait_for(queue.get(), TIMEOUT)
-    except asyncio.TimeoutError:
-        raise AssertionError(f"no {what} within {TIMEOUT}s: {client.describe()}") from None
-
+from interop_support import TIMEOUT, InteropClient, event_queue, next_event, no_more, run, session, wait_for_log
 
 def test_slixmpp_resumes_after_its_connection_drops(parleyd):
     """Bob's slixmpp enables stream management with resumption. His connection is reset (a
@@ -36,21 +23,18 @@ def test_slixmpp_resumes_after_its_connection_drops(parleyd):
     async def scenario():
         async with session(parleyd, alice_account) as alice:
             bob = InteropClient(parleyd, bob_account, resource="phone", plugins=("xep_0198",))
-            enabled = _queue(bob, "sm_enabled")
-            resumed = _queue(bob, "session_resumed")
-            failed = _queue(bob, "sm_failed")
+            enabled = event_queue(bob, "sm_enabled")
+            resumed = event_queue(bob, "session_resumed")
+            failed = event_queue(bob, "sm_failed")
             try:
                 await bob.start_session()
-                answer = await _get(enabled, bob, "<enabled/>")
+                answer = await next_event(enabled, bob, "<enabled/>")
                 assert answer["resume"] in (True, "true", "1") and answer["id"], answer
                 await bob.online()
                 await alice.online()
                 await wait_until_acknowledged(bob)
 
-                raw = bob.transport.get_extra_info("socket")
-                raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                bob.abort()  # RST, no </stream:stream>: the session must wait to be resumed
-                await asyncio.wait_for(bob.is_disconnected.wait(), TIMEOUT)
+                await reset_connection(bob)
                 await wait_for_log(parleyd, "session detached", "user=bob")
 
                 alice.send_message(mto=phone, mbody="r1 to the phone", mtype="chat")
@@ -60,7 +44,7 @@ def test_slixmpp_resumes_after_its_connection_drops(parleyd):
 
                 bob.is_disconnected.clear()
                 bob.connect(parleyd.host, bob.port)
-                await _get(resumed, bob, "<resumed/>")
+                await next_event(resumed, bob, "<resumed/>")
                 assert failed.empty(), f"resumption failed: {failed.get_nowait()}; {bob.describe()}"
                 assert bob.boundjid.full == phone, bob.describe()
                 assert bob.events.count("session_start") == 1, f"a new session instead of a resumed one: {bob.describe()}"
@@ -75,13 +59,9 @@ def test_slixmpp_resumes_after_its_connection_drops(parleyd):
                 assert reply["body"] == "back online" and reply["from"] == phone, reply
                 await wait_until_acknowledged(bob)
             finally:
-                if bob.transport:
-                    await bob.close()
-                else:
-                    bob.cancel_connection_attempt()
+                await close_or_cancel(bob)
 
     run(scenario())
-
 
 
 @pytest.mark.parleyd_config("stream_management:\n  resume_timeout: 1\n")
@@ -95,19 +75,16 @@ def test_slixmpp_after_the_resumption_window_gets_what_was_waiting_from_offline_
     async def scenario():
         async with session(parleyd, alice_account) as alice:
             bob = InteropClient(parleyd, bob_account, resource="phone", plugins=("xep_0198",))
-            enabled = _queue(bob, "sm_enabled")
-            failed = _queue(bob, "sm_failed")
+            enabled = event_queue(bob, "sm_enabled")
+            failed = event_queue(bob, "sm_failed")
             try:
                 await bob.start_session()
-                await _get(enabled, bob, "<enabled/>")
+                await next_event(enabled, bob, "<enabled/>")
                 await bob.online()
                 await alice.online()
                 await wait_until_acknowledged(bob)
 
-                raw = bob.transport.get_extra_info("socket")
-                raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                bob.abort()
-                await asyncio.wait_for(bob.is_disconnected.wait(), TIMEOUT)
+                await reset_connection(bob)
                 await wait_for_log(parleyd, "session detached", "user=bob")
                 alice.send_message(mto=bob_account.jid, mbody="w1", mtype="chat")
                 alice.send_message(mto=bob_account.jid, mbody="w2", mtype="chat")
@@ -117,7 +94,7 @@ def test_slixmpp_after_the_resumption_window_gets_what_was_waiting_from_offline_
                 bob.is_disconnected.clear()
                 bob.session_started.clear()
                 bob.connect(parleyd.host, bob.port)
-                refusal = await _get(failed, bob, "<failed/>")
+                refusal = await next_event(failed, bob, "<failed/>")
                 assert refusal.xml.find("{urn:ietf:params:xml:ns:xmpp-stanzas}item-not-found") is not None, refusal
                 await asyncio.wait_for(bob.session_started.wait(), TIMEOUT)
                 await bob.online()
@@ -127,10 +104,7 @@ def test_slixmpp_after_the_resumption_window_gets_what_was_waiting_from_offline_
                     assert message.xml.find("{urn:xmpp:delay}delay") is not None, message
                 await no_more(bob.messages, bob, "message after the new session")
             finally:
-                if bob.transport:
-                    await bob.close()
-                else:
-                    bob.cancel_connection_attempt()
+                await close_or_cancel(bob)
 
     run(scenario())
 
@@ -143,3 +117,20 @@ async def wait_until_acknowledged(client, timeout: float = TIMEOUT) -> None:
         if asyncio.get_running_loop().time() >= deadline:
             raise AssertionError(f"{len(sm.unacked_queue)} stanzas not acknowledged within {timeout}s: {client.describe()}")
         await asyncio.sleep(0.02)
+
+
+async def reset_connection(client) -> None:
+    """A TCP RST with no </stream:stream> (a phone losing its network): the server must keep
+    the session for resumption."""
+    raw = client.transport.get_extra_info("socket")
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    client.abort()
+    await asyncio.wait_for(client.is_disconnected.wait(), TIMEOUT)
+
+
+async def close_or_cancel(client) -> None:
+    """Ends the client's stream if it has one, or its pending connection attempt."""
+    if client.transport:
+        await client.close()
+    else:
+        client.cancel_connection_attempt()
