@@ -64,6 +64,10 @@ enum ParleyFuzzHarness {
             for attribute in element.attributes {
                 precondition(element.attribute(attribute.name, namespace: attribute.namespace) != nil, "an attribute cannot be found")
             }
+            // The four the router reads are found by the name's number, not by comparison.
+            precondition(
+                element.to == copy.to && element.from == copy.from && element.id == copy.id && element.type == copy.type,
+                "to/from/id/type read unlike the copy's")
         }
 
         // Pass 3: stop after the n-th event, reset, and feed the rest as a new stream.
