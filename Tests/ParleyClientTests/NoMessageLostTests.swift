@@ -33,22 +33,11 @@ import Testing
         }
         let (alice, aliceEvents) = try client("alice")
         let (bob, bobEvents) = try client("bob")
-        try await messages.connectThroughCuts(alice)
-        try await messages.connectThroughCuts(bob)
-
-        try await messages.exchange(alice, bob)
-        proxy.setCutting(false)
-        let (aliceHistory, bobHistory) = try await messages.caughtUp(alice, bob)
-        try messages.verify(aliceHistory, bobHistory)
+        let (aliceHistory, bobHistory) = try await messages.throughCuts(alice, bob, proxy: proxy)
 
         let counts = proxy.counts
-        let sessions = { (events: EventRecorder) in
-            let all = events.all
-            return (all.filter { if case .resumed = $0 { true } else { false } }.count,
-                    all.filter { if case .connected = $0 { true } else { false } }.count)
-        }
-        let (aliceResumed, aliceNew) = sessions(aliceEvents)
-        let (bobResumed, bobNew) = sessions(bobEvents)
+        let (aliceResumed, aliceNew) = MessageExchange.sessions(aliceEvents)
+        let (bobResumed, bobNew) = MessageExchange.sessions(bobEvents)
         print(
             "seed \(seed): \(counts); alice resumed \(aliceResumed)×, new sessions \(aliceNew); bob resumed \(bobResumed)×,"
                 + " new sessions \(bobNew); alice's cache \(aliceHistory.count) messages, bob's \(bobHistory.count),"

@@ -50,13 +50,8 @@ import Testing
             }
             let (alice, aliceEvents) = try client("alice")
             let (bob, bobEvents) = try client("bob")
-            try await messages.connectThroughCuts(alice)
-            try await messages.connectThroughCuts(bob)
-            try await messages.exchange(alice, bob)
-            proxy.setCutting(false)
-            let (aliceHistory, bobHistory) = try await messages.caughtUp(alice, bob)
-            try messages.verify(aliceHistory, bobHistory)
-            let resumed = (aliceEvents.all + bobEvents.all).filter { if case .resumed = $0 { true } else { false } }.count
+            let (aliceHistory, _) = try await messages.throughCuts(alice, bob, proxy: proxy)
+            let resumed = MessageExchange.sessions(aliceEvents).resumed + MessageExchange.sessions(bobEvents).resumed
             print("Prosody through the cutter: \(proxy.counts); \(resumed) resumptions; each cache holds \(aliceHistory.count) messages, each exactly once, same order")
             #expect(proxy.counts.cuts > 0)
             #expect(resumed > 0, "Prosody's sessions were resumed")

@@ -4,53 +4,23 @@
 /// CDATA and attribute values alike (the fuzzer found one in CDATA). Parsed stanzas keep the
 /// peer's bytes and the serializer writes them out unchanged, so one such sequence would be
 /// forwarded to every recipient, whose parser would then end its stream: the parser checks
-/// each stanza's values and text itself, in one pass. ASCII is checked eight bytes at a time.
+/// each stanza's values and text itself, in one pass. ASCII is checked a word at a time.
 enum UTF8Validation {
+    private static let highBits: UInt64 = 0x8080_8080_8080_8080
+
     static func isValid(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> Bool {
         let raw = UnsafeRawPointer(bytes)
-        let highBits: UInt64 = 0x8080_8080_8080_8080
-        // Most stanzas are ASCII throughout: whole words first, then the last eight bytes as
-        // one (overlapping) word, so that no byte-by-byte tail, whose length differs from
-        // stanza to stanza, costs a mispredicted branch per byte.
-        var index = 0
-        while index + 32 <= count,
-            (raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-                | raw.loadUnaligned(fromByteOffset: index + 8, as: UInt64.self)
-                | raw.loadUnaligned(fromByteOffset: index + 16, as: UInt64.self)
-                | raw.loadUnaligned(fromByteOffset: index + 24, as: UInt64.self)) & highBits == 0
-        {
-            index &+= 32
-        }
-        while index + 8 <= count, raw.loadUnaligned(fromByteOffset: index, as: UInt64.self) & highBits == 0 {
-            index &+= 8
-        }
+        // Most stanzas are ASCII throughout: whole words, then the last eight bytes as one
+        // (overlapping) word, so that no byte-by-byte tail, whose length differs from stanza
+        // to stanza, costs a mispredicted branch per byte.
+        var index = skipASCIIWords(raw, from: 0, count)
         if count >= 8, index + 8 > count, raw.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self) & highBits == 0 {
             return true
         }
-        return isValid(bytes, count, from: index)
-    }
-
-    /// The general case, from `index`, a character boundary (only ASCII lies before it).
-    private static func isValid(_ bytes: UnsafePointer<UInt8>, _ count: Int, from start: Int) -> Bool {
-        let raw = UnsafeRawPointer(bytes)
-        let highBits: UInt64 = 0x8080_8080_8080_8080
-        var index = start
         while index < count {
-            // Sixteen ASCII bytes per step while they last; one word, then one byte, near the end.
-            while index + 16 <= count,
-                (raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-                    | raw.loadUnaligned(fromByteOffset: index + 8, as: UInt64.self)) & highBits == 0
-            {
-                index += 16
-            }
-            if index + 8 <= count, raw.loadUnaligned(fromByteOffset: index, as: UInt64.self) & highBits == 0 {
-                index += 8
-                continue
-            }
-            if index >= count { break }
             let lead = bytes[index]
             if lead < 0x80 {
-                index += 1
+                index = skipASCIIWords(raw, from: index + 1, count)
                 continue
             }
             let length: Int
@@ -70,8 +40,27 @@ enum UTF8Validation {
             case 0xF4 where second >= 0x90: return false  // above U+10FFFF
             default: break
             }
-            index += length
+            index = skipASCIIWords(raw, from: index + length, count)
         }
         return true
+    }
+
+    /// Past the ASCII from `index` on, thirty-two and then eight bytes at a time; stops at
+    /// the word holding the first other byte, or with fewer than eight bytes left.
+    @inline(__always)
+    private static func skipASCIIWords(_ raw: UnsafeRawPointer, from start: Int, _ count: Int) -> Int {
+        var index = start
+        while index + 32 <= count,
+            (raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                | raw.loadUnaligned(fromByteOffset: index + 8, as: UInt64.self)
+                | raw.loadUnaligned(fromByteOffset: index + 16, as: UInt64.self)
+                | raw.loadUnaligned(fromByteOffset: index + 24, as: UInt64.self)) & highBits == 0
+        {
+            index &+= 32
+        }
+        while index + 8 <= count, raw.loadUnaligned(fromByteOffset: index, as: UInt64.self) & highBits == 0 {
+            index &+= 8
+        }
+        return index
     }
 }

@@ -57,7 +57,8 @@ public enum XMLSerializer {
             writeEscaped(declaration.uri, to: &sink, inAttribute: true)
             sink.write("'")
         }
-        for attribute in attributes { writeAttribute(attribute, to: &sink) }
+        var generatedPrefix = 0
+        for attribute in attributes { writeAttribute(attribute, to: &sink, prefixes: [:], generatedPrefix: &generatedPrefix) }
         sink.write(">")
     }
 
@@ -92,12 +93,7 @@ public enum XMLSerializer {
         switch element.content {
         case .built(let attributes, let children):
             for attribute in attributes {
-                var value = attribute.value
-                value.withUTF8 { value in
-                    writeAttribute(
-                        attribute.name, attribute.namespace, value, to: &sink, prefixes: prefixes,
-                        generatedPrefix: &generatedPrefix)
-                }
+                writeAttribute(attribute, to: &sink, prefixes: prefixes, generatedPrefix: &generatedPrefix)
             }
             hasChildren = !children.isEmpty
             if hasChildren {
@@ -152,20 +148,17 @@ public enum XMLSerializer {
     }
 
     private static func writeAttribute<Sink: XMLByteSink>(
-        _ attribute: XMLAttribute, to sink: inout Sink, prefixes: [String: String] = [:]
+        _ attribute: XMLAttribute, to sink: inout Sink, prefixes: [String: String], generatedPrefix: inout Int
     ) {
-        sink.write(" ")
-        if let namespace = attribute.namespace {
-            sink.write(namespace == XMLNamespace.xml ? "xml" : (prefixes[namespace] ?? "xml"))
-            sink.write(":")
+        var value = attribute.value
+        value.withUTF8 { value in
+            writeAttribute(
+                attribute.name, attribute.namespace, value, to: &sink, prefixes: prefixes, generatedPrefix: &generatedPrefix)
         }
-        sink.write(attribute.name)
-        sink.write("='")
-        writeEscaped(attribute.value, to: &sink, inAttribute: true)
-        sink.write("'")
     }
 
-    /// An attribute of an element in a stanza, from either form of `XMLElement`.
+    /// An attribute of an element in a stanza, from either form of `XMLElement`; a namespace
+    /// with no prefix in scope gets one declared right there.
     private static func writeAttribute<Sink: XMLByteSink>(
         _ name: String, _ namespace: String?, _ value: UnsafeBufferPointer<UInt8>, to sink: inout Sink,
         prefixes: [String: String], generatedPrefix: inout Int
@@ -204,35 +197,33 @@ public enum XMLSerializer {
     static func writeEscaped<Sink: XMLByteSink>(
         _ utf8: UnsafeBufferPointer<UInt8>, to sink: inout Sink, inAttribute: Bool
     ) {
-        do {
-            var runStart = 0
-            for index in 0..<utf8.count {
-                let byte = utf8[index]
-                let replacement: StaticString?
-                switch byte {
-                case UInt8(ascii: "&"): replacement = "&amp;"
-                case UInt8(ascii: "<"): replacement = "&lt;"
-                case UInt8(ascii: ">"): replacement = "&gt;"
-                case UInt8(ascii: "'") where inAttribute: replacement = "&apos;"
-                case UInt8(ascii: "\"") where inAttribute: replacement = "&quot;"
-                case 0x0D: replacement = "&#13;"
-                case 0x0A where inAttribute: replacement = "&#10;"
-                case 0x09 where inAttribute: replacement = "&#9;"
-                case 0x09, 0x0A: continue
-                case 0x00..<0x20: replacement = ""
-                default: continue
-                }
-                if runStart < index {
-                    sink.writeUTF8(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: utf8[runStart..<index])))
-                }
-                if let replacement, replacement.utf8CodeUnitCount > 0 {
-                    sink.writeUTF8(UnsafeRawBufferPointer(start: replacement.utf8Start, count: replacement.utf8CodeUnitCount))
-                }
-                runStart = index + 1
+        var runStart = 0
+        for index in 0..<utf8.count {
+            let byte = utf8[index]
+            let replacement: StaticString?
+            switch byte {
+            case UInt8(ascii: "&"): replacement = "&amp;"
+            case UInt8(ascii: "<"): replacement = "&lt;"
+            case UInt8(ascii: ">"): replacement = "&gt;"
+            case UInt8(ascii: "'") where inAttribute: replacement = "&apos;"
+            case UInt8(ascii: "\"") where inAttribute: replacement = "&quot;"
+            case 0x0D: replacement = "&#13;"
+            case 0x0A where inAttribute: replacement = "&#10;"
+            case 0x09 where inAttribute: replacement = "&#9;"
+            case 0x09, 0x0A: continue
+            case 0x00..<0x20: replacement = ""
+            default: continue
             }
-            if runStart < utf8.count {
-                sink.writeUTF8(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count])))
+            if runStart < index {
+                sink.writeUTF8(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: utf8[runStart..<index])))
             }
+            if let replacement, replacement.utf8CodeUnitCount > 0 {
+                sink.writeUTF8(UnsafeRawBufferPointer(start: replacement.utf8Start, count: replacement.utf8CodeUnitCount))
+            }
+            runStart = index + 1
+        }
+        if runStart < utf8.count {
+            sink.writeUTF8(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count])))
         }
     }
 }

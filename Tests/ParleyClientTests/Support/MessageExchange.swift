@@ -35,6 +35,25 @@ struct MessageExchange {
         }
     }
 
+    /// The whole run through the cutter: both connect, exchange while it cuts, and once it
+    /// stops, catch up and are verified. Returns both conversations.
+    func throughCuts(_ alice: ChatClient, _ bob: ChatClient, proxy: FaultInjectingProxy) async throws -> ([StoredMessage], [StoredMessage]) {
+        try await connectThroughCuts(alice)
+        try await connectThroughCuts(bob)
+        try await exchange(alice, bob)
+        proxy.setCutting(false)
+        let (aliceHistory, bobHistory) = try await caughtUp(alice, bob)
+        try verify(aliceHistory, bobHistory)
+        return (aliceHistory, bobHistory)
+    }
+
+    /// How many times a client resumed its session, and how many new sessions it bound.
+    static func sessions(_ events: EventRecorder) -> (resumed: Int, new: Int) {
+        let all = events.all
+        return (all.filter { if case .resumed = $0 { true } else { false } }.count,
+                all.filter { if case .connected = $0 { true } else { false } }.count)
+    }
+
     /// Alice and Bob each send `perSide` numbered messages, interleaved, in small bursts.
     func exchange(_ alice: ChatClient, _ bob: ChatClient, pause: Duration = .milliseconds(5), progress: Progress? = nil) async throws {
         for index in 0..<perSide {
