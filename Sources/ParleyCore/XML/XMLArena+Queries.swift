@@ -36,6 +36,11 @@ extension XMLArena {
         for index in start..<start + Int(node.count) {
             let attribute = self.attribute(index)
             if attribute.name == nameIndex, attribute.namespace < 0 {
+                if name == .type,
+                    let literal = StanzaTypeLiteral.matching(bytes(attribute.valueStart, attribute.valueCount))
+                {
+                    return literal
+                }
                 return makeString(attribute.valueStart, attribute.valueCount)
             }
         }

@@ -1,7 +1,7 @@
 /// One parsed stanza in a single heap block: every element and text node, every attribute and
 /// all their bytes. The stream parser writes a stanza into it in one go; `XMLElement`s read it
-/// through views (the arena and a node index), so a stanza costs one allocation however many
-/// elements, attributes and texts it has, and freeing it is one release.
+/// through views (the arena and a node index), so a stanza costs at most one allocation however
+/// many elements, attributes and texts it has, and freeing it is one release.
 ///
 /// Names and namespace URIs are numbers in the parser's `XMLNameTable`, which the arena keeps
 /// alive: a stanza holds no Strings, so freeing it destroys nothing but itself.
@@ -13,10 +13,11 @@
 /// - `attributes`: each element's attributes, contiguous, in document order;
 /// - `bytes`: attribute values (references already decoded) and text, as UTF-8.
 ///
-/// Safe to share between threads because it is immutable: the parser fills it before anyone
-/// else sees it (the stanza event hands it over), and nothing writes to it afterwards; the
-/// name table only ever appends (see `XMLNameTable`). (ManagedBuffer refuses a Sendable conformance, so `XMLElement.Content`
-/// carries the unchecked one.)
+/// Safe to share between threads because it is immutable while shared: the parser fills it
+/// before anyone else sees it (the stanza event hands it over), and writes to it again only
+/// when it holds the sole reference (it keeps the last arena as a spare, and reuses it once
+/// every reader has let go); the name table only ever appends (see `XMLNameTable`).
+/// (ManagedBuffer refuses a Sendable conformance, so `XMLElement.Content` carries the unchecked one.)
 final class XMLArena: ManagedBuffer<XMLArena.Header, UInt64> {
     /// Trivial, so that destroying it costs nothing: the table is released by hand in `deinit`.
     struct Header {
@@ -25,6 +26,8 @@ final class XMLArena: ManagedBuffer<XMLArena.Header, UInt64> {
         var nodeCount: Int
         var attributeCount: Int
         var byteCount: Int
+        /// Bytes the tail can hold, so the parser can tell whether a stanza fits when it reuses it.
+        var tailCapacity: Int
     }
 
     struct Node {
@@ -161,23 +164,56 @@ final class XMLArena: ManagedBuffer<XMLArena.Header, UInt64> {
         return index >= 0 && withNames { $0.entry(index, equals: string) }
     }
 
-    // MARK: Writing (the builder only, before the arena is shared)
+    // MARK: Writing (the builder only, while nobody else holds the arena)
 
-    /// Copies the builder's tables in.
+    /// Tails are rounded up to this, so a reused arena fits the next stanza of a conversation
+    /// whose messages differ by a few words.
+    static let tailGranule = 128
+
+    /// A new arena holding the builder's tables.
     static func make(
         names: XMLNameTable, stanzaNames: StanzaAttributeNames, nodes: UnsafePointer<Node>, nodeCount: Int,
         attributes: UnsafePointer<Attribute>, attributeCount: Int, bytes: UnsafePointer<UInt8>, byteCount: Int
     ) -> XMLArena {
         let size = byteSize(nodes: nodeCount, attributes: attributeCount, bytes: byteCount)
-        let buffer = create(minimumCapacity: (size + 7) / 8) { _ in
+        let capacity = (size + tailGranule - 1) / tailGranule * tailGranule
+        let buffer = create(minimumCapacity: capacity / 8) { _ in
             Header(
-                names: .passRetained(names), stanzaNames: stanzaNames, nodeCount: nodeCount, attributeCount: attributeCount,
-                byteCount: byteCount)
+                names: .passRetained(names), stanzaNames: stanzaNames, nodeCount: 0, attributeCount: 0,
+                byteCount: 0, tailCapacity: capacity)
         }
         let arena = unsafeDowncast(buffer, to: XMLArena.self)
-        arena.nodes.initialize(from: nodes, count: nodeCount)
-        arena.attributeTable.initialize(from: attributes, count: attributeCount)
-        arena.byteBase.initialize(from: bytes, count: byteCount)
+        arena.fill(
+            names: names, stanzaNames: stanzaNames, nodes: nodes, nodeCount: nodeCount, attributes: attributes,
+            attributeCount: attributeCount, bytes: bytes, byteCount: byteCount)
         return arena
+    }
+
+    /// Whether a stanza of these sizes fits in this arena's tail.
+    @inline(__always)
+    func fits(nodes: Int, attributes: Int, bytes: Int) -> Bool {
+        Self.byteSize(nodes: nodes, attributes: attributes, bytes: bytes)
+            <= withUnsafeMutablePointerToHeader { $0.pointee.tailCapacity }
+    }
+
+    /// Writes the builder's tables over whatever the arena held. Only for an arena no one else
+    /// holds: a new one, or the parser's spare once every reader of its last stanza let go.
+    func fill(
+        names: XMLNameTable, stanzaNames: StanzaAttributeNames, nodes: UnsafePointer<Node>, nodeCount: Int,
+        attributes: UnsafePointer<Attribute>, attributeCount: Int, bytes: UnsafePointer<UInt8>, byteCount: Int
+    ) {
+        withUnsafeMutablePointerToHeader { header in
+            if header.pointee.names.toOpaque() != Unmanaged.passUnretained(names).toOpaque() {
+                header.pointee.names.release()
+                header.pointee.names = .passRetained(names)
+            }
+            header.pointee.stanzaNames = stanzaNames
+            header.pointee.nodeCount = nodeCount
+            header.pointee.attributeCount = attributeCount
+            header.pointee.byteCount = byteCount
+        }
+        self.nodes.initialize(from: nodes, count: nodeCount)
+        attributeTable.initialize(from: attributes, count: attributeCount)
+        byteBase.initialize(from: bytes, count: byteCount)
     }
 }

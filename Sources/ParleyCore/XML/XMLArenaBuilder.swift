@@ -6,8 +6,11 @@ import Darwin
 
 /// The stream parser's workbench for the stanza being parsed: its node, attribute, string and
 /// byte tables grow here as SAX callbacks arrive, and `finish()` copies them into one
-/// `XMLArena` of exactly the right size. The tables belong to the connection and keep their
-/// capacity from stanza to stanza, so a stanza's only allocation is its arena.
+/// `XMLArena`. The tables belong to the connection and keep their capacity from stanza to
+/// stanza, so a stanza's only allocation is its arena; and the builder keeps the last arena as
+/// a spare, written over for the next stanza if it fits and every reader of the last one has
+/// let go (as a server's router does once it has passed the stanza on), so a steady stream of
+/// chat allocates nothing.
 ///
 /// Storage is manual (the owner calls `deallocate()`), as everything on the callbacks' path.
 struct XMLArenaBuilder {
@@ -24,6 +27,10 @@ struct XMLArenaBuilder {
     /// An attribute value or text node began with a UTF-8 continuation byte: its first
     /// character would be the tail of the value before it.
     private var segmentStartsMidSequence = false
+    /// The arena `finish` returned last, kept only while small: an idle connection gives it
+    /// back with the tables (`deallocate`).
+    private var spare: XMLArena?
+    static let maxSpareBytes = 2048
 
     init() {
         nodes = Table(capacity: 8)
@@ -38,6 +45,7 @@ struct XMLArenaBuilder {
         attributes.deallocate()
         bytes.deallocate()
         open.deallocate()
+        spare = nil
     }
 
     /// Whether no stanza is under way (nothing would be lost by freeing the tables).
@@ -154,10 +162,23 @@ struct XMLArenaBuilder {
 
     /// The completed stanza as an arena; the builder is empty again afterwards.
     mutating func finish(names: XMLNameTable, stanzaNames: XMLArena.StanzaAttributeNames) -> XMLArena {
-        let arena = XMLArena.make(
-            names: names, stanzaNames: stanzaNames, nodes: nodes.pointer, nodeCount: nodes.count,
-            attributes: attributes.pointer, attributeCount: attributes.count, bytes: bytes.pointer,
-            byteCount: bytes.count)
+        let arena: XMLArena
+        if isKnownUniquelyReferenced(&spare),
+            spare.unsafelyUnwrapped.fits(nodes: nodes.count, attributes: attributes.count, bytes: bytes.count)
+        {
+            arena = spare.unsafelyUnwrapped
+            arena.fill(
+                names: names, stanzaNames: stanzaNames, nodes: nodes.pointer, nodeCount: nodes.count,
+                attributes: attributes.pointer, attributeCount: attributes.count, bytes: bytes.pointer,
+                byteCount: bytes.count)
+        } else {
+            arena = XMLArena.make(
+                names: names, stanzaNames: stanzaNames, nodes: nodes.pointer, nodeCount: nodes.count,
+                attributes: attributes.pointer, attributeCount: attributes.count, bytes: bytes.pointer,
+                byteCount: bytes.count)
+            let size = XMLArena.byteSize(nodes: nodes.count, attributes: attributes.count, bytes: bytes.count)
+            spare = size <= Self.maxSpareBytes ? arena : nil
+        }
         nodes.count = 0
         attributes.count = 0
         bytes.count = 0
