@@ -2,7 +2,7 @@
 /// layer above builds to send one.
 ///
 /// `namespace` is the element's resolved namespace URI. An element built in code may leave it
-/// `nil`, meaning "the namespace of whatever I am placed in"; appending such an element to a
+/// `nil` (or ""), meaning "the namespace of whatever I am placed in"; appending such an element to a
 /// parent resolves it, so lookups by namespace work on built trees as on parsed ones.
 ///
 /// A parsed element is a view into its stanza's `XMLArena` until something changes it: reads
@@ -11,7 +11,14 @@
 /// its payloads. Equality and hashing compare content, whatever the form.
 public struct XMLElement: Sendable {
     public var name: String
-    public var namespace: String?
+    public var namespace: String? {
+        get { namespaceURI.isEmpty ? nil : namespaceURI }
+        set { namespaceURI = newValue ?? "" }
+    }
+    /// `namespace`, with "" for none (as `xmlns=''` says in XML): a plain String, because this
+    /// compiler destroys a stored `String?` through the runtime's generic value witness, which
+    /// costs a stanza's every copy and release some ninety instructions.
+    var namespaceURI: String
     /// Attributes and children. Two forms in 16 bytes, so an element stays 48 bytes, which
     /// Swift still moves rather than copies.
     var content: Content
@@ -58,7 +65,7 @@ public struct XMLElement: Sendable {
         children: [XMLNode] = []
     ) {
         self.name = name
-        self.namespace = namespace
+        self.namespaceURI = namespace ?? ""
         var children = children
         if let namespace {
             for index in children.indices {
@@ -72,7 +79,7 @@ public struct XMLElement: Sendable {
     init(arena: XMLArena, node: Int32) {
         let element = arena.node(Int(node))
         name = arena.string(element.name)
-        namespace = arena.optionalString(element.namespace)
+        namespaceURI = element.namespace < 0 ? "" : arena.string(element.namespace)
         content = .arena(arena, node)
     }
 
@@ -252,7 +259,7 @@ public struct XMLElement: Sendable {
 
 extension XMLElement: Hashable {
     public static func == (lhs: XMLElement, rhs: XMLElement) -> Bool {
-        guard lhs.name == rhs.name, lhs.namespace == rhs.namespace else { return false }
+        guard lhs.name == rhs.name, lhs.namespaceURI == rhs.namespaceURI else { return false }
         if case .arena(let left, let leftNode) = lhs.content, case .arena(let right, let rightNode) = rhs.content,
             left === right, leftNode == rightNode
         {
@@ -263,7 +270,7 @@ extension XMLElement: Hashable {
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(name)
-        hasher.combine(namespace)
+        hasher.combine(namespaceURI)
         hasher.combine(attributes)
         hasher.combine(children)
     }

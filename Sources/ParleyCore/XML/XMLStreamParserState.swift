@@ -111,8 +111,7 @@ struct XMLStreamParserState {
     mutating func emit(_ event: XMLStreamEvent, end: Int) {
         // Not `sink.unsafelyUnwrapped(event)`: that hands the closure over at the generic
         // abstraction level, and calling it then allocates a reabstraction thunk per event.
-        guard let sink else { return }
-        if sink(event) == .stop {
+        if sink?(event) == .stop {
             stopPosition = end
             xmlStopParser(context)
         }
