@@ -63,15 +63,16 @@ struct XMLArenaBuilder {
 
     // MARK: Tree
 
+    /// Opens an element whose `attributeCount` attributes follow at once (`appendAttribute`).
     @inline(__always)
-    mutating func openElement(name: Int32, namespace: Int32) {
+    mutating func openElement(name: Int32, namespace: Int32, attributeCount: Int) {
         flushText()
         let index = Int32(truncatingIfNeeded: nodes.count)
         if open.count > 0 { nodes.pointer[Int(open.pointer[open.count - 1])].childCount += 1 }
         nodes.append(
             Node(
-                name: name, namespace: namespace, start: Int32(truncatingIfNeeded: attributes.count), count: 0,
-                end: 0, childCount: 0))
+                name: name, namespace: namespace, start: Int32(truncatingIfNeeded: attributes.count),
+                count: Int32(truncatingIfNeeded: attributeCount), end: 0, childCount: 0))
         open.append(index)
     }
 
@@ -93,7 +94,11 @@ struct XMLArenaBuilder {
             Attribute(
                 name: name, namespace: namespace, valueStart: Int32(truncatingIfNeeded: start),
                 valueCount: Int32(truncatingIfNeeded: bytes.count - start)))
-        nodes.pointer[Int(open.pointer[open.count - 1])].count += 1
+    }
+
+    /// Ends a start tag: character data begins after its attribute values.
+    @inline(__always)
+    mutating func closeStartTag() {
         textStart = bytes.count
     }
 

@@ -156,7 +156,8 @@ struct XMLStreamParserState {
         }
         let name = stanzaString(localName)
         let namespace = if let uri { stanzaString(uri) } else { Int32(-1) }
-        tree.openElement(name: name, namespace: namespace)
+        let attributeCount = attributes == nil ? 0 : attributeCount
+        tree.openElement(name: name, namespace: namespace, attributeCount: attributeCount)
         if let attributes {
             // SAX2 passes five pointers per attribute: local name, prefix, URI, value start, value end.
             for index in 0..<attributeCount {
@@ -168,6 +169,7 @@ struct XMLStreamParserState {
                     name: attributeName, namespace: attributeNamespace, value: start,
                     count: fields[4].unsafelyUnwrapped - start)
             }
+            tree.closeStartTag()
         }
         depth = level + 1
     }
