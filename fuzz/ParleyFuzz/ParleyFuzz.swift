@@ -4,7 +4,7 @@ import ParleyCore
 /// it is chunked never changes the events.
 ///
 /// Input layout: byte 0 picks the limits (bit 7: small ones) and the chunking seed (bits 0–6);
-/// byte 1 picks after which stanza the third pass stops and restarts the stream; the rest is
+/// byte 1 picks after which stanza the fourth pass stops and restarts the stream; the rest is
 /// the stream.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func parleyFuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
@@ -70,7 +70,35 @@ enum ParleyFuzzHarness {
                 "to/from/id/type read unlike the copy's")
         }
 
-        // Pass 3: stop after the n-th event, reset, and feed the rest as a new stream.
+        // Pass 3: every stanza let go as soon as it is read, so the parser writes each one over
+        // the arena of the one before: each must still read as the held ones of pass 2 do.
+        parser.reset()
+        var index = 0
+        var pieces = 0
+        var letGoOffset = 0
+        while letGoOffset < stream.count {
+            pieces += 1
+            let end = min(letGoOffset + (pieces % 3 == 0 ? 7 : 301), stream.count)
+            do {
+                try parser.feed(UnsafeRawBufferPointer(rebasing: stream[letGoOffset..<end])) { event in
+                    precondition(index < whole.events.count, "more events than the whole stream gave")
+                    let held = whole.events[index]
+                    precondition(event == held, "a stanza read over a reused arena differs")
+                    if case .stanza(let element) = event, case .stanza(let heldElement) = held {
+                        precondition(element.xmlBytes() == heldElement.xmlBytes(), "a reused arena serializes differently")
+                        precondition(element.type == heldElement.type && element.id == heldElement.id, "type/id differ")
+                    }
+                    index += 1
+                    return .continue
+                }
+            } catch {
+                break
+            }
+            letGoOffset = end
+        }
+        precondition(whole.error != nil || index == whole.events.count, "fewer events than the whole stream gave")
+
+        // Pass 4: stop after the n-th event, reset, and feed the rest as a new stream.
         parser.reset()
         var seen = 0
         var offset = 0
