@@ -7,6 +7,9 @@ import Darwin
 /// The `type` values RFC 6120 and RFC 6121 define for message, presence and iq, handed out as
 /// string literals. Every router reads every stanza's `type`, it is nearly always one of these,
 /// and a literal costs neither decoding nor a call into the String runtime.
+///
+/// A switch on the length rather than a table: the compares become a load or two each, where
+/// looping over an array of Strings costs the router three times as many instructions.
 enum StanzaTypeLiteral {
     /// The literal equal to `bytes`, or nil for any other value.
     @inline(__always)

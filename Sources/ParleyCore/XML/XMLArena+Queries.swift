@@ -6,22 +6,11 @@ extension XMLArena {
     func attributeValue(of element: Int32, name: String, namespace: String?) -> String? {
         let node = self.node(Int(element))
         let start = Int(node.start)
-        let end = start + Int(node.count)
-        if let namespace {
-            for index in start..<end {
-                let attribute = self.attribute(index)
-                if attribute.namespace >= 0, string(attribute.name, equals: name),
-                    string(attribute.namespace, equals: namespace)
-                {
-                    return makeString(attribute.valueStart, attribute.valueCount)
-                }
-            }
-        } else {
-            for index in start..<end {
-                let attribute = self.attribute(index)
-                if attribute.namespace < 0, string(attribute.name, equals: name) {
-                    return makeString(attribute.valueStart, attribute.valueCount)
-                }
+        for index in start..<start + Int(node.count) {
+            let attribute = self.attribute(index)
+            // The namespace first: for the usual nil it is a comparison of numbers.
+            if string(attribute.namespace, equals: namespace), string(attribute.name, equals: name) {
+                return makeString(attribute.valueStart, attribute.valueCount)
             }
         }
         return nil
@@ -59,63 +48,57 @@ extension XMLArena {
     }
 
     func children(of element: Int32) -> [XMLNode] {
-        let node = self.node(Int(element))
         var result: [XMLNode] = []
-        result.reserveCapacity(Int(node.childCount))
-        var child = element + 1
-        for _ in 0..<node.childCount {
-            let childNode = self.node(Int(child))
-            if childNode.isText {
-                result.append(.text(makeString(childNode.start, childNode.count)))
-            } else {
-                result.append(.element(XMLElement(arena: self, node: child)))
-            }
-            child = childNode.end
+        result.reserveCapacity(Int(node(Int(element)).childCount))
+        forEachChild(of: element) { index, child in
+            result.append(
+                child.isText ? .text(makeString(child.start, child.count)) : .element(XMLElement(arena: self, node: index)))
+            return true
         }
         return result
     }
 
     /// The child elements that `matches` accepts, in order.
     func elements(of element: Int32, where matches: (XMLArena, Node) -> Bool) -> [XMLElement] {
-        let node = self.node(Int(element))
         var result: [XMLElement] = []
-        var child = element + 1
-        for _ in 0..<node.childCount {
-            let childNode = self.node(Int(child))
-            if !childNode.isText, matches(self, childNode) {
-                result.append(XMLElement(arena: self, node: child))
-            }
-            child = childNode.end
+        forEachChild(of: element) { index, child in
+            if !child.isText, matches(self, child) { result.append(XMLElement(arena: self, node: index)) }
+            return true
         }
         return result
     }
 
     func firstElement(of element: Int32, where matches: (XMLArena, Node) -> Bool) -> XMLElement? {
-        let node = self.node(Int(element))
-        var child = element + 1
-        for _ in 0..<node.childCount {
-            let childNode = self.node(Int(child))
-            if !childNode.isText, matches(self, childNode) {
-                return XMLElement(arena: self, node: child)
-            }
-            child = childNode.end
+        var found: XMLElement?
+        forEachChild(of: element) { index, child in
+            guard !child.isText, matches(self, child) else { return true }
+            found = XMLElement(arena: self, node: index)
+            return false
         }
-        return nil
+        return found
     }
 
     /// The element's own character data: a body is one text node, so usually one copy.
     func text(of element: Int32) -> String {
-        let node = self.node(Int(element))
         var result: String?
-        var child = element + 1
-        for _ in 0..<node.childCount {
-            let childNode = self.node(Int(child))
-            if childNode.isText {
-                let text = makeString(childNode.start, childNode.count)
+        forEachChild(of: element) { _, child in
+            if child.isText {
+                let text = makeString(child.start, child.count)
                 if result == nil { result = text } else { result! += text }
             }
-            child = childNode.end
+            return true
         }
         return result ?? ""
+    }
+
+    /// Hands each child (its index and node) to `body` in order, until `body` returns false.
+    @inline(__always)
+    private func forEachChild(of element: Int32, _ body: (Int32, Node) -> Bool) {
+        var index = element + 1
+        for _ in 0..<node(Int(element)).childCount {
+            let child = node(Int(index))
+            if !body(index, child) { return }
+            index = child.end
+        }
     }
 }

@@ -56,7 +56,7 @@ final class XMLArena: ManagedBuffer<XMLArena.Header, UInt64> {
         var id: Int32
         var type: Int32
 
-        enum Name { case to, from, id, type }
+        enum Name: String { case to, from, id, type }
 
         @inline(__always)
         subscript(name: Name) -> Int32 {
@@ -70,12 +70,12 @@ final class XMLArena: ManagedBuffer<XMLArena.Header, UInt64> {
 
         /// Notes `name`'s place if it is one of the four.
         mutating func note(_ name: String, at index: Int32) {
-            switch name {
-            case "to": to = index
-            case "from": from = index
-            case "id": id = index
-            case "type": type = index
-            default: break
+            switch Name(rawValue: name) {
+            case .to: to = index
+            case .from: from = index
+            case .id: id = index
+            case .type: type = index
+            case nil: break
             }
         }
     }
@@ -143,17 +143,8 @@ final class XMLArena: ManagedBuffer<XMLArena.Header, UInt64> {
         UnsafeBufferPointer(start: byteBase + Int(start), count: Int(count))
     }
 
-    /// A String of bytes libxml2 has checked to be UTF-8. Short values (`type`, `xml:lang`)
-    /// fit in a String's inline storage, and copying them there beats the general decoder.
     @inline(__always)
-    func makeString(_ start: Int32, _ count: Int32) -> String {
-        let source = bytes(start, count)
-        if count > 15 { return String(decoding: source, as: UTF8.self) }
-        return String(unsafeUninitializedCapacity: Int(count)) { buffer in
-            buffer.baseAddress.unsafelyUnwrapped.update(from: source.baseAddress.unsafelyUnwrapped, count: source.count)
-            return source.count
-        }
-    }
+    func makeString(_ start: Int32, _ count: Int32) -> String { String(parsedUTF8: bytes(start, count)) }
 
     @inline(__always)
     func string(_ index: Int32, equals string: String) -> Bool { withNames { $0.entry(index, equals: string) } }
@@ -170,50 +161,52 @@ final class XMLArena: ManagedBuffer<XMLArena.Header, UInt64> {
     /// whose messages differ by a few words.
     static let tailGranule = 128
 
-    /// A new arena holding the builder's tables.
-    static func make(
-        names: XMLNameTable, stanzaNames: StanzaAttributeNames, nodes: UnsafePointer<Node>, nodeCount: Int,
-        attributes: UnsafePointer<Attribute>, attributeCount: Int, bytes: UnsafePointer<UInt8>, byteCount: Int
-    ) -> XMLArena {
-        let size = byteSize(nodes: nodeCount, attributes: attributeCount, bytes: byteCount)
-        let capacity = (size + tailGranule - 1) / tailGranule * tailGranule
+    /// A stanza's tables as the builder holds them, to be copied into an arena. Lives only
+    /// for the copy, while the parser holds the name table: no reference counting for it.
+    struct Contents {
+        unowned(unsafe) let names: XMLNameTable
+        var stanzaNames: StanzaAttributeNames
+        var nodes: UnsafeBufferPointer<Node>
+        var attributes: UnsafeBufferPointer<Attribute>
+        var bytes: UnsafeBufferPointer<UInt8>
+
+        /// The tail they need.
+        var byteSize: Int { XMLArena.byteSize(nodes: nodes.count, attributes: attributes.count, bytes: bytes.count) }
+    }
+
+    /// A new arena holding `contents`.
+    static func make(_ contents: Contents) -> XMLArena {
+        let capacity = (contents.byteSize + tailGranule - 1) / tailGranule * tailGranule
         let buffer = create(minimumCapacity: capacity / 8) { _ in
             Header(
-                names: .passRetained(names), stanzaNames: stanzaNames, nodeCount: 0, attributeCount: 0,
-                byteCount: 0, tailCapacity: capacity)
+                names: .passRetained(contents.names), stanzaNames: contents.stanzaNames, nodeCount: 0,
+                attributeCount: 0, byteCount: 0, tailCapacity: capacity)
         }
         let arena = unsafeDowncast(buffer, to: XMLArena.self)
-        arena.fill(
-            names: names, stanzaNames: stanzaNames, nodes: nodes, nodeCount: nodeCount, attributes: attributes,
-            attributeCount: attributeCount, bytes: bytes, byteCount: byteCount)
+        arena.fill(contents)
         return arena
     }
 
-    /// Whether a stanza of these sizes fits in this arena's tail.
+    /// The most bytes of tables the arena can hold.
     @inline(__always)
-    func fits(nodes: Int, attributes: Int, bytes: Int) -> Bool {
-        Self.byteSize(nodes: nodes, attributes: attributes, bytes: bytes)
-            <= withUnsafeMutablePointerToHeader { $0.pointee.tailCapacity }
-    }
+    var tailCapacity: Int { withUnsafeMutablePointerToHeader { $0.pointee.tailCapacity } }
 
-    /// Writes the builder's tables over whatever the arena held. Only for an arena no one else
-    /// holds: a new one, or the parser's spare once every reader of its last stanza let go.
-    func fill(
-        names: XMLNameTable, stanzaNames: StanzaAttributeNames, nodes: UnsafePointer<Node>, nodeCount: Int,
-        attributes: UnsafePointer<Attribute>, attributeCount: Int, bytes: UnsafePointer<UInt8>, byteCount: Int
-    ) {
+    /// Writes `contents` over whatever the arena held. Only for an arena no one else holds: a
+    /// new one, or the parser's spare once every reader of its last stanza let go.
+    @inline(__always)
+    func fill(_ contents: Contents) {
         withUnsafeMutablePointerToHeader { header in
-            if header.pointee.names.toOpaque() != Unmanaged.passUnretained(names).toOpaque() {
+            if header.pointee.names.toOpaque() != Unmanaged.passUnretained(contents.names).toOpaque() {
                 header.pointee.names.release()
-                header.pointee.names = .passRetained(names)
+                header.pointee.names = .passRetained(contents.names)
             }
-            header.pointee.stanzaNames = stanzaNames
-            header.pointee.nodeCount = nodeCount
-            header.pointee.attributeCount = attributeCount
-            header.pointee.byteCount = byteCount
+            header.pointee.stanzaNames = contents.stanzaNames
+            header.pointee.nodeCount = contents.nodes.count
+            header.pointee.attributeCount = contents.attributes.count
+            header.pointee.byteCount = contents.bytes.count
         }
-        self.nodes.initialize(from: nodes, count: nodeCount)
-        attributeTable.initialize(from: attributes, count: attributeCount)
-        byteBase.initialize(from: bytes, count: byteCount)
+        nodes.initialize(from: contents.nodes.baseAddress.unsafelyUnwrapped, count: contents.nodes.count)
+        attributeTable.initialize(from: contents.attributes.baseAddress.unsafelyUnwrapped, count: contents.attributes.count)
+        byteBase.initialize(from: contents.bytes.baseAddress.unsafelyUnwrapped, count: contents.bytes.count)
     }
 }

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The stream parser's workbench for the stanza being parsed: its node, attribute, string and
 /// byte tables grow here as SAX callbacks arrive, and `finish()` copies them into one
 /// `XMLArena`. The tables belong to the connection and keep their capacity from stanza to
@@ -76,20 +70,13 @@ struct XMLArenaBuilder {
         open.append(index)
     }
 
-    /// An attribute of the element opened last. Without entity substitution, libxml2 hands
-    /// every `&` in an attribute value over as the character reference `&#38;` (all other
-    /// references are already replaced), so that is the one sequence to decode.
+    /// An attribute of the element opened last.
     @inline(__always)
     mutating func appendAttribute(name: Int32, namespace: Int32, value: UnsafePointer<UInt8>, count: Int) {
         let start = bytes.count
         if count > 0, value[0] & 0xC0 == 0x80 { segmentStartsMidSequence = true }
         bytes.reserve(count)
-        if memchr(value, Int32(UInt8(ascii: "&")), count) == nil {
-            (bytes.pointer + start).initialize(from: value, count: count)
-            bytes.count = start + count
-        } else {
-            bytes.count = start + Self.decodeAmpersands(value, count, into: bytes.pointer + start)
-        }
+        bytes.count = start + LibXML2AttributeValue.decode(value, count, into: bytes.pointer + start)
         attributes.append(
             Attribute(
                 name: name, namespace: namespace, valueStart: Int32(truncatingIfNeeded: start),
@@ -100,28 +87,6 @@ struct XMLArenaBuilder {
     @inline(__always)
     mutating func closeStartTag() {
         textStart = bytes.count
-    }
-
-    /// Copies `count` bytes to `target` with each `&#38;` turned into `&`; returns the bytes written.
-    private static func decodeAmpersands(
-        _ value: UnsafePointer<UInt8>, _ count: Int, into target: UnsafeMutablePointer<UInt8>
-    ) -> Int {
-        var written = 0
-        var index = 0
-        while index < count {
-            let byte = value[index]
-            target[written] = byte
-            written += 1
-            if byte == UInt8(ascii: "&"), index + 4 < count, value[index + 1] == UInt8(ascii: "#"),
-                value[index + 2] == UInt8(ascii: "3"), value[index + 3] == UInt8(ascii: "8"),
-                value[index + 4] == UInt8(ascii: ";")
-            {
-                index += 5
-            } else {
-                index += 1
-            }
-        }
-        return written
     }
 
     @inline(__always)
@@ -167,28 +132,19 @@ struct XMLArenaBuilder {
 
     /// The completed stanza as an arena; the builder is empty again afterwards.
     mutating func finish(names: XMLNameTable, stanzaNames: XMLArena.StanzaAttributeNames) -> XMLArena {
+        let contents = XMLArena.Contents(
+            names: names, stanzaNames: stanzaNames, nodes: UnsafeBufferPointer(start: nodes.pointer, count: nodes.count),
+            attributes: UnsafeBufferPointer(start: attributes.pointer, count: attributes.count),
+            bytes: UnsafeBufferPointer(start: bytes.pointer, count: bytes.count))
         let arena: XMLArena
-        if isKnownUniquelyReferenced(&spare),
-            spare.unsafelyUnwrapped.fits(nodes: nodes.count, attributes: attributes.count, bytes: bytes.count)
-        {
+        if isKnownUniquelyReferenced(&spare), spare.unsafelyUnwrapped.tailCapacity >= contents.byteSize {
             arena = spare.unsafelyUnwrapped
-            arena.fill(
-                names: names, stanzaNames: stanzaNames, nodes: nodes.pointer, nodeCount: nodes.count,
-                attributes: attributes.pointer, attributeCount: attributes.count, bytes: bytes.pointer,
-                byteCount: bytes.count)
+            arena.fill(contents)
         } else {
-            arena = XMLArena.make(
-                names: names, stanzaNames: stanzaNames, nodes: nodes.pointer, nodeCount: nodes.count,
-                attributes: attributes.pointer, attributeCount: attributes.count, bytes: bytes.pointer,
-                byteCount: bytes.count)
-            let size = XMLArena.byteSize(nodes: nodes.count, attributes: attributes.count, bytes: bytes.count)
-            spare = size <= Self.maxSpareBytes ? arena : nil
+            arena = XMLArena.make(contents)
+            spare = contents.byteSize <= Self.maxSpareBytes ? arena : nil
         }
-        nodes.count = 0
-        attributes.count = 0
-        bytes.count = 0
-        textStart = 0
-        segmentStartsMidSequence = false
+        removeAll()
         return arena
     }
 }

@@ -6,29 +6,29 @@ extension XMLElement {
     }
 
     public var to: String? {
-        get { stanzaAttribute(.to, "to") }
+        get { stanzaAttribute(.to) }
         set { self[attribute: "to"] = newValue }
     }
 
     public var from: String? {
-        get { stanzaAttribute(.from, "from") }
+        get { stanzaAttribute(.from) }
         set { self[attribute: "from"] = newValue }
     }
 
     public var id: String? {
-        get { stanzaAttribute(.id, "id") }
+        get { stanzaAttribute(.id) }
         set { self[attribute: "id"] = newValue }
     }
 
     public var type: String? {
-        get { stanzaAttribute(.type, "type") }
+        get { stanzaAttribute(.type) }
         set { self[attribute: "type"] = newValue }
     }
 
     /// A parsed stanza finds these by the name's number in its parser's name table.
     @inline(__always)
-    private func stanzaAttribute(_ key: XMLArena.StanzaAttributeNames.Name, _ name: String) -> String? {
-        if case .arena(let arena, let node) = content { return arena.stanzaAttributeValue(of: node, key) }
-        return attribute(name)
+    private func stanzaAttribute(_ name: XMLArena.StanzaAttributeNames.Name) -> String? {
+        if case .arena(let arena, let node) = content { return arena.stanzaAttributeValue(of: node, name) }
+        return attribute(name.rawValue)
     }
 }

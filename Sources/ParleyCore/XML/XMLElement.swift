@@ -23,7 +23,7 @@ public struct XMLElement: Sendable {
     /// Swift still moves rather than copies.
     var content: Content
 
-    /// Unchecked only for the arena, which is immutable once parsed (see `XMLArena`).
+    /// Unchecked only for the arena, which nobody writes while it is shared (see `XMLArena`).
     enum Content: @unchecked Sendable {
         case built([XMLAttribute], [XMLNode])
         /// Element `node` of a parsed stanza.
@@ -37,7 +37,6 @@ public struct XMLElement: Sendable {
             case .arena(let arena, let node): arena.attributes(of: node)
             }
         }
-        set { withBuilt { attributes, _ in attributes = newValue } }
         _modify {
             var (attributes, children) = takeBuilt()
             defer { content = .built(attributes, children) }
@@ -52,7 +51,6 @@ public struct XMLElement: Sendable {
             case .arena(let arena, let node): arena.children(of: node)
             }
         }
-        set { withBuilt { _, children in children = newValue } }
         _modify {
             var (attributes, children) = takeBuilt()
             defer { content = .built(attributes, children) }
@@ -249,8 +247,8 @@ public struct XMLElement: Sendable {
 
     /// Gives this element and its unresolved descendants the namespace they are placed in.
     mutating func inheritNamespace(_ parentNamespace: String) {
-        guard namespace == nil else { return }
-        namespace = parentNamespace
+        guard namespaceURI.isEmpty else { return }
+        namespaceURI = parentNamespace
         withBuilt { _, children in
             for index in children.indices { children[index].inheritNamespace(parentNamespace) }
         }

@@ -154,16 +154,16 @@ struct XMLStreamParserState {
         if position() - boundary > limits.maxStanzaBytes {
             return fail(XMLStreamParserErrors.stanzaTooLarge(limits.maxStanzaBytes))
         }
-        let name = stanzaString(localName)
-        let namespace = if let uri { stanzaString(uri) } else { Int32(-1) }
+        let name = names.index(for: localName)
+        let namespace = if let uri { names.index(for: uri) } else { Int32(-1) }
         let attributeCount = attributes == nil ? 0 : attributeCount
         tree.openElement(name: name, namespace: namespace, attributeCount: attributeCount)
         if let attributes {
             // SAX2 passes five pointers per attribute: local name, prefix, URI, value start, value end.
             for index in 0..<attributeCount {
                 let fields = attributes + index * 5
-                let attributeName = stanzaString(fields[0].unsafelyUnwrapped)
-                let attributeNamespace = if let uri = fields[2] { stanzaString(uri) } else { Int32(-1) }
+                let attributeName = names.index(for: fields[0].unsafelyUnwrapped)
+                let attributeNamespace = if let uri = fields[2] { names.index(for: uri) } else { Int32(-1) }
                 let start = fields[3].unsafelyUnwrapped
                 tree.appendAttribute(
                     name: attributeName, namespace: attributeNamespace, value: start,
@@ -268,11 +268,6 @@ struct XMLStreamParserState {
 
     // MARK: Helpers
 
-    @inline(__always)
-    private mutating func stanzaString(_ pointer: UnsafePointer<xmlChar>) -> Int32 {
-        names.index(for: pointer)
-    }
-
     /// Whether the stanza tables and the name table are given back (an idle
     /// stream between stanzas); `restoreBuffers()` makes them anew before the next parse.
     private(set) var buffersReleased = false
@@ -304,44 +299,8 @@ struct XMLStreamParserState {
             let name = names.string(for: fields[0].unsafelyUnwrapped)
             let namespace: String? = if let uri = fields[2] { names.string(for: uri) } else { nil }
             let start = fields[3].unsafelyUnwrapped
-            let value = Self.attributeValue(start, fields[4].unsafelyUnwrapped - start)
+            let value = LibXML2AttributeValue.string(start, fields[4].unsafelyUnwrapped - start)
             return XMLAttribute(name, value, namespace: namespace)
         }
-    }
-
-    /// A String from bytes libxml2 has already checked to be UTF-8.
-    @inline(__always)
-    private static func makeString(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
-        if bytes.count > 15 { return String(decoding: bytes, as: UTF8.self) }
-        return String(unsafeUninitializedCapacity: bytes.count) { buffer in
-            buffer.baseAddress.unsafelyUnwrapped.update(from: bytes.baseAddress.unsafelyUnwrapped, count: bytes.count)
-            return bytes.count
-        }
-    }
-
-    /// An attribute value as a String. Without entity substitution, libxml2 hands every `&`
-    /// in an attribute value over as the character reference `&#38;` (all other references are
-    /// already replaced), so that is the one sequence to decode.
-    @inline(__always)
-    static func attributeValue(_ start: UnsafePointer<xmlChar>, _ count: Int) -> String {
-        let bytes = UnsafeBufferPointer(start: start, count: count)
-        guard memchr(start, Int32(UInt8(ascii: "&")), count) != nil else { return makeString(bytes) }
-        var decoded: [UInt8] = []
-        decoded.reserveCapacity(count)
-        var index = 0
-        while index < count {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "&"), index + 4 < count, bytes[index + 1] == UInt8(ascii: "#"),
-                bytes[index + 2] == UInt8(ascii: "3"), bytes[index + 3] == UInt8(ascii: "8"),
-                bytes[index + 4] == UInt8(ascii: ";")
-            {
-                decoded.append(byte)
-                index += 5
-            } else {
-                decoded.append(byte)
-                index += 1
-            }
-        }
-        return String(decoding: decoded, as: UTF8.self)
     }
 }

@@ -88,7 +88,7 @@ public final class ArchiveModule: ServerModule, Sendable {
 
         let originID = clean.firstChild("origin-id", namespace: XMLNamespace.stanzaID)?[attribute: "id"]
         let retracts = clean.firstChild("retract", namespace: XMLNamespace.messageRetract)?[attribute: "id"]
-        let messageID = clean[attribute: "id"]
+        let messageID = clean.id
         let messageType = clean.type
         let from = message.from ?? sender.description
         let to = message.to ?? recipient.description
