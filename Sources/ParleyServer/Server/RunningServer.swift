@@ -110,12 +110,20 @@ public final class RunningServer: Sendable {
         ]
         if configuration.archive.enabled { modules.append(archive) }
         if configuration.streamManagement.enabled { modules.append(StreamManagementModule()) }
+        let requests = ServerIQRequests(domain: domain)
+        if configuration.pep.enabled {
+            let pep = PEPService(
+                domain: domain, store: storage, rosters: storage, sessions: sessions, policy: blocking, events: events,
+                requests: requests, limits: PEPService.Limits(configuration.pep), logger: logger)
+            modules.append(PEPModule(service: pep))
+            disco.extendAccounts(with: pep.discoExtension)
+        }
         var registry = ModuleRegistry()
         for module in modules { try module.register(in: &registry) }
         disco.publish(from: registry)
 
         let policy = C2SPolicy(configuration: configuration, domain: domain)
-        let router = StanzaRouter(domain: domain, sessions: sessions, modules: registry, policy: blocking, logger: logger)
+        let router = StanzaRouter(domain: domain, sessions: sessions, modules: registry, policy: blocking, logger: logger, requests: requests)
         let limits = configuration.limits
         let context = try ServerContext(
             policy: policy, sessions: sessions, router: router, accounts: storage, registration: registration, tls: tls,
@@ -231,6 +239,15 @@ extension TimeAmount {
     init(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components
         self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}
+
+extension PEPService.Limits {
+    init(_ configuration: ServerConfiguration.PEP) {
+        self.init()
+        maxItemsPerNode = configuration.maxItemsPerNode
+        maxPayloadBytes = configuration.maxPayloadBytes
+        maxNodesPerAccount = configuration.maxNodesPerAccount
     }
 }
 
