@@ -33,6 +33,11 @@ final class NotifyInterests: Sendable {
         state.withLockedValue { $0.byResource[resource] ?? [] }
     }
 
+    /// Whether the resource's interests are settled (known, even if empty).
+    func isKnown(_ resource: JID) -> Bool {
+        state.withLockedValue { $0.byResource[resource] != nil }
+    }
+
     func cached(_ ver: String) -> Set<String>? {
         state.withLockedValue { $0.byVer[ver] }
     }

@@ -17,7 +17,7 @@ extension PEPService {
             let new = interests.set(nodes, for: session.jid, fresh: initial)
             return await sendLastItems(to: session, nodes: new)
         }
-        if initial { interests.set([], for: session.jid, fresh: true) }
+        if initial { interests.forget(session.jid) }
         guard interests.wait(for: announcement.ver, session) else { return }
         await learn(session, announcement, initial: initial, shared: true)
     }
