@@ -9,6 +9,8 @@ final class NotifyInterests: Sendable {
         /// Verified `ver` → the nodes its features ask notifications for.
         var byVer: [String: Set<String>] = [:]
         var byResource: [JID: Set<String>] = [:]
+        /// The `ver` each resource's interests were learnt from.
+        var verOfResource: [JID: String] = [:]
         /// A `ver` being asked about → the resources that announced it meanwhile.
         var waiting: [String: [SessionHandle]] = [:]
     }
@@ -33,6 +35,12 @@ final class NotifyInterests: Sendable {
         state.withLockedValue { $0.byResource[resource] ?? [] }
     }
 
+    /// Whether the resource's interests were learnt from `ver` already, so a presence that
+    /// announces the same again needs nothing (clients resend caps with every presence).
+    func isSettled(_ resource: JID, ver: String) -> Bool {
+        state.withLockedValue { $0.byResource[resource] != nil && $0.verOfResource[resource] == ver }
+    }
+
     /// Whether the resource's interests are settled (known, even if empty).
     func isKnown(_ resource: JID) -> Bool {
         state.withLockedValue { $0.byResource[resource] != nil }
@@ -45,10 +53,11 @@ final class NotifyInterests: Sendable {
     /// Records the resource's interests; returns the nodes it did not have before (whose
     /// last items it should now get). `fresh` forgets what it had (initial presence).
     @discardableResult
-    func set(_ nodes: Set<String>, for resource: JID, fresh: Bool) -> Set<String> {
+    func set(_ nodes: Set<String>, for resource: JID, ver: String? = nil, fresh: Bool) -> Set<String> {
         state.withLockedValue { state in
             let before = fresh ? [] : state.byResource[resource] ?? []
             state.byResource[resource] = nodes
+            state.verOfResource[resource] = ver
             return nodes.subtracting(before)
         }
     }
@@ -74,6 +83,9 @@ final class NotifyInterests: Sendable {
     }
 
     func forget(_ resource: JID) {
-        state.withLockedValue { _ = $0.byResource.removeValue(forKey: resource) }
+        state.withLockedValue {
+            $0.byResource[resource] = nil
+            $0.verOfResource[resource] = nil
+        }
     }
 }

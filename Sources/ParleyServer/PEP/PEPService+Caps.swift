@@ -12,9 +12,10 @@ extension PEPService {
             if initial { interests.set([], for: session.jid, fresh: true) }
             return
         }
+        if !initial, interests.isSettled(session.jid, ver: announcement.ver) { return }
         guard announcement.isVerifiable else { return await learn(session, announcement, initial: initial, shared: false) }
         if let nodes = interests.cached(announcement.ver) {
-            let new = interests.set(nodes, for: session.jid, fresh: initial)
+            let new = interests.set(nodes, for: session.jid, ver: announcement.ver, fresh: initial)
             return await sendLastItems(to: session, nodes: new)
         }
         if initial { interests.forget(session.jid) }
@@ -44,7 +45,7 @@ extension PEPService {
         for other in waiting {
             guard other.isAvailable || other == session else { continue }
             if other == session || verified {
-                let new = interests.set(nodes ?? [], for: other.jid, fresh: other == session && initial)
+                let new = interests.set(nodes ?? [], for: other.jid, ver: announcement.ver, fresh: other == session && initial)
                 await sendLastItems(to: other, nodes: new)
             } else {
                 // Their claim of the same ver is not proven by someone else's answer.

@@ -73,6 +73,11 @@ import Testing
             let other = try await server.im("bob", "other", available: false)
             try await other.availableWithCaps(server, as: "bob@localhost/other", notify: [], ver: wrong, queried: true)
             for client in [first, second, liar, other] { try await client.sync() }
+            // A presence repeating the same caps is not asked about again, even unverified.
+            try await liar.send("<presence><show>away</show><c xmlns='\(PEP.caps)' hash='sha-1' node='\(PEP.capsNode)' ver='\(wrong)'/></presence>")
+            let repeated = try await liar.sync()
+            #expect(!repeated.contains { $0.name == "iq" }, "\(repeated.map { $0.xmlString() })")
+            try await liar.expectSilence(for: .milliseconds(200))
 
             try await alice.publish(PEP.nick, id: "x", PEP.nick("A"))
             #expect(Self.events(try await first.sync()).count == 1)
