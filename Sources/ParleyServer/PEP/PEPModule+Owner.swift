@@ -29,7 +29,7 @@ extension PEPModule {
         switch action.name {
         case "configure":
             let node = try node(of: action)
-            guard let form = DataForm.first(in: action) else {
+            guard let form = PEPDataForm.first(in: action) else {
                 throw StanzaError(.badRequest, text: "A configuration carries a data form.")
             }
             // §8.2.4: cancelling changes nothing.

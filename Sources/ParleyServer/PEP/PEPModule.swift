@@ -37,8 +37,14 @@ public struct PEPModule: ServerModule {
         return action
     }
 
+    /// Node names and item ids are stored and echoed in every notification: bounded.
+    static let maxNameBytes = 1023
+
     static func node(of action: XMLElement) throws -> String {
         guard let node = action[attribute: "node"], !node.isEmpty else { throw PubSub.nodeRequired() }
+        guard node.utf8.count <= maxNameBytes else {
+            throw StanzaError(.notAcceptable, text: "A node name may be at most \(maxNameBytes) bytes long.")
+        }
         return node
     }
 
@@ -104,6 +110,9 @@ public struct PEPModule: ServerModule {
                     throw PubSub.error(.badRequest, "invalid-payload", text: "An item carries exactly one payload element.")
                 }
                 let id = element[attribute: "id"].flatMap { $0.isEmpty ? nil : $0 }
+                guard (id?.utf8.count ?? 0) <= maxNameBytes else {
+                    throw StanzaError(.notAcceptable, text: "An item id may be at most \(maxNameBytes) bytes long.")
+                }
                 items.append((id, payload))
             }
             guard items.count <= service.limits.maxItemsPerNode else {
@@ -111,7 +120,7 @@ public struct PEPModule: ServerModule {
             }
             var options: [(name: String, values: [String])]? = nil
             if let publishOptions = request.payload.firstChild("publish-options", namespace: PubSub.namespace),
-                let form = DataForm.first(in: publishOptions)
+                let form = PEPDataForm.first(in: publishOptions)
             {
                 guard form.formType == PubSub.publishOptions else {
                     throw PubSub.error(.badRequest, "invalid-options", text: "publish-options need FORM_TYPE \(PubSub.publishOptions).")
@@ -135,7 +144,7 @@ public struct PEPModule: ServerModule {
         case "create":
             guard request.isToOwnAccount, let username = request.to.localpart else { throw PubSub.ownerOnly("create nodes") }
             var configuration = PEPNodeConfiguration()
-            if let configure = request.payload.firstChild("configure", namespace: PubSub.namespace), let form = DataForm.first(in: configure) {
+            if let configure = request.payload.firstChild("configure", namespace: PubSub.namespace), let form = PEPDataForm.first(in: configure) {
                 configuration = try configuration.applying(form.fields, serverMaxItems: service.limits.maxItemsPerNode)
             }
             let given = action[attribute: "node"].flatMap { $0.isEmpty ? nil : $0 }

@@ -5,10 +5,10 @@ import ParleyStorage
 /// the form the owner gets to edit, and a submitted form (or publish-options, §7.1.5)
 /// applied to a configuration.
 extension PEPNodeConfiguration {
-    /// The form the owner edits (§8.2.1), showing the current values. `serverMaxItems` is
-    /// what `max` means here.
+    /// The form the owner edits (§8.2.1), showing the current values (`max` for no limit
+    /// below the server's).
     func form(type: String = "form") -> XMLElement {
-        var form = DataForm.Builder(type: type, formType: PubSub.nodeConfig)
+        var form = PEPDataForm.Builder(type: type, formType: PubSub.nodeConfig)
         form.add("pubsub#title", type: "text-single", label: "A friendly name for the node", values: title.map { [$0] } ?? [])
         form.add(
             "pubsub#description", type: "text-single", label: "A description of the node", values: nodeDescription.map { [$0] } ?? [])

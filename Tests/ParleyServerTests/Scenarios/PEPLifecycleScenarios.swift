@@ -100,6 +100,11 @@ import Testing
             let created = try await alice.exchange(
                 "<iq type='set' id='c'><pubsub xmlns='\(PEP.pubsub)'><create node='urn:example:third'/></pubsub></iq>", id: "c").reply
             #expect(created.stanzaErrorCondition == .policyViolation)
+
+            let (longName, _) = try await alice.publish(String(repeating: "n", count: 1024), id: "i", PEP.nick("i"))
+            #expect(longName.stanzaErrorCondition == .notAcceptable && longName.stanzaErrorText?.contains("1023") == true)
+            let (longID, _) = try await alice.publish(PEP.nick, id: String(repeating: "i", count: 1024), PEP.nick("i"))
+            #expect(longID.stanzaErrorCondition == .notAcceptable)
         }
     }
 

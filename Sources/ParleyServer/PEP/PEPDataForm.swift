@@ -2,7 +2,7 @@ import ParleyCore
 
 /// The few parts of XEP-0004 data forms that node configuration and publish-options need: a
 /// submitted form read as field values, and a form built to show a configuration.
-struct DataForm: Sendable {
+struct PEPDataForm: Sendable {
     var type: String
     var formType: String?
     /// Fields other than FORM_TYPE, in document order: var and values.
@@ -25,8 +25,8 @@ struct DataForm: Sendable {
     }
 
     /// The first data form among an element's children.
-    static func first(in parent: XMLElement) -> DataForm? {
-        DataForm(parent.firstChild("x", namespace: XMLNamespace.dataForms))
+    static func first(in parent: XMLElement) -> PEPDataForm? {
+        PEPDataForm(parent.firstChild("x", namespace: XMLNamespace.dataForms))
     }
 
     /// Builds `<x xmlns='jabber:x:data' type=…>` with a hidden FORM_TYPE.
