@@ -1,6 +1,9 @@
+import NIOConcurrencyHelpers
 import ParleyCore
 import ParleyStorage
 import Testing
+
+@testable import ParleyServer
 
 /// The last published item when a resource appears or a contact is approved (XEP-0163
 /// §4.3.4), items surviving a restart, the limits on items, payloads and nodes, and the
@@ -120,6 +123,43 @@ import Testing
             let again = try await server.login("alice")
             #expect(try await again.items(of: "alice@localhost", PEP.nick).stanzaErrorCondition == .itemNotFound)
             #expect(try await server.running.storage.pepNodes(of: "alice").isEmpty)
+        }
+    }
+}
+
+/// The in-process API other modules use (vCard-avatar sync, bookmarks conversion): the
+/// same publishing, reading and retracting, announced on the event bus.
+@Suite struct PEPServiceAPIScenarios {
+    @Test func otherModulesPublishReadAndRetractThroughTheService() async throws {
+        try await TestServer.with { server in
+            try await Subscribe.establish(server, "bob", to: "alice")
+            let bob = try await server.im("bob", available: false)
+            try await bob.availableWithCaps(server, as: "bob@localhost/r", notify: ["urn:xmpp:avatar:metadata"])
+            let pep = try #require(server.running.pep)
+            let seen = NIOLockedValueBox([String]())
+            server.running.context.events.subscribe { event in
+                switch event {
+                case .pepItemPublished(let owner, let node, let id, _): seen.withLockedValue { $0.append("published \(owner) \(node) \(id)") }
+                case .pepItemRetracted(let owner, let node, let id): seen.withLockedValue { $0.append("retracted \(owner) \(node) \(id)") }
+                default: break
+                }
+            }
+            let alice = try JID("alice@localhost")
+            let metadata = XMLElement("metadata", namespace: "urn:xmpp:avatar:metadata")
+            let id = try await pep.publish(owner: alice, node: "urn:xmpp:avatar:metadata", itemID: "v1", payload: metadata)
+            #expect(id == "v1")
+            let event = try await bob.expect("message")
+            #expect(event.pepEvent(node: "urn:xmpp:avatar:metadata")?.firstChild("item", namespace: PEP.event)?[attribute: "id"] == "v1")
+            #expect(try await pep.items(owner: alice, node: "urn:xmpp:avatar:metadata", requester: alice).map(\.id) == ["v1"])
+            try await pep.retract(owner: alice, node: "urn:xmpp:avatar:metadata", itemID: "v1", notify: false)
+            #expect(try await pep.items(owner: alice, node: "urn:xmpp:avatar:metadata", requester: alice).isEmpty)
+            #expect(
+                seen.withLockedValue { $0 } == [
+                    "published alice@localhost urn:xmpp:avatar:metadata v1", "retracted alice@localhost urn:xmpp:avatar:metadata v1",
+                ])
+            await #expect(throws: StanzaError.self) {
+                try await pep.items(owner: alice, node: "urn:xmpp:avatar:metadata", requester: try JID("carol@localhost"))
+            }
         }
     }
 }
