@@ -55,6 +55,10 @@ enum ConfigurationSchema {
         "metrics.port": .scalar,
         "storage.backend": .scalar,
         "storage.sqlite.path": .scalar,
+        "pep.enabled": .scalar,
+        "pep.max_items_per_node": .scalar,
+        "pep.max_payload_bytes": .scalar,
+        "pep.max_nodes_per_account": .scalar,
     ]
 
     /// Keys that hold other keys: `c2s`, `storage`, `storage.sqlite`, …

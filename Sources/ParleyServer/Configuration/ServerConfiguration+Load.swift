@@ -137,6 +137,12 @@ extension ServerConfiguration {
 
         config.storage.backend = try values.choice("storage.backend", default: config.storage.backend)
         config.storage.sqlite.path = values.optionalString("storage.sqlite.path")
+
+        config.pep.enabled = try values.bool("pep.enabled", default: config.pep.enabled)
+        config.pep.maxItemsPerNode = try values.positiveInt("pep.max_items_per_node", default: config.pep.maxItemsPerNode)
+        config.pep.maxPayloadBytes = try values.positiveInt("pep.max_payload_bytes", default: config.pep.maxPayloadBytes)
+        config.pep.maxNodesPerAccount = try values.positiveInt(
+            "pep.max_nodes_per_account", default: config.pep.maxNodesPerAccount)
         return config
     }
 

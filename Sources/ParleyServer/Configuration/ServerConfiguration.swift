@@ -25,6 +25,7 @@ public struct ServerConfiguration: Sendable, Hashable {
     public var shutdown = Shutdown()
     public var metrics = Metrics()
     public var storage = Storage()
+    public var pep = PEP()
 
     public init() {}
 
@@ -168,6 +169,17 @@ public struct ServerConfiguration: Sendable, Hashable {
         public var enabled = false
         public var address = "127.0.0.1"
         public var port = 9464
+        public init() {}
+    }
+
+    /// Personal eventing (XEP-0163): a pubsub service on every account's bare JID.
+    public struct PEP: Sendable, Hashable {
+        public var enabled = true
+        /// The largest `pubsub#max_items` a node may have (and what `max` means).
+        public var maxItemsPerNode = 256
+        /// The largest item payload, in bytes of XML.
+        public var maxPayloadBytes = 65_536
+        public var maxNodesPerAccount = 64
         public init() {}
     }
 

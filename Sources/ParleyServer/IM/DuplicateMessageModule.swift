@@ -57,7 +57,7 @@ public final class DuplicateMessageModule: ServerModule, Sendable {
             switch event {
             case .sessionEnded(let handle): self?.sessionEnded(handle)
             case .accountRemoved(let username): self?.forget(username)
-            case .sessionBound: break
+            default: break
             }
         }
     }

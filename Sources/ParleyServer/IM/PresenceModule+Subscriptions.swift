@@ -28,6 +28,7 @@ extension PresenceModule {
         }
         try await receive(request, from: user, at: contact, stanza: forwarded)
         if request == .subscribed {
+            events.publish(.presenceSubscriptionApproved(owner: user, subscriber: contact))
             // §3.1.5: the new subscriber gets the user's current presence.
             for session in sessions.sessions(of: user) where session.isAvailable {
                 if let last = session.withPresence({ $0.lastPresence }) { send(last, from: session.jid, toAccount: contact) }
@@ -55,6 +56,7 @@ extension PresenceModule {
             // Answered on the owner's behalf (already subscribed, or pre-approved): the
             // requester learns it as if the owner had approved, and gets the presence.
             try await receive(.subscribed, from: owner, at: from, stanza: nil)
+            events.publish(.presenceSubscriptionApproved(owner: owner, subscriber: from))
             for session in sessions.sessions(of: owner) where session.isAvailable {
                 if let last = session.withPresence({ $0.lastPresence }) { send(last, from: session.jid, toAccount: from) }
             }

@@ -16,6 +16,7 @@ public final class PresenceModule: ServerModule {
     let pusher: RosterPusher
     let queue = UserQueue()
     let logger: Logger
+    let events: ServerEventBus
     /// Run after a session's first available presence (offline message delivery).
     let afterInitialPresence: @Sendable (SessionHandle) async -> Void
 
@@ -31,6 +32,7 @@ public final class PresenceModule: ServerModule {
         self.policy = policy
         self.pusher = RosterPusher(sessions: sessions)
         self.logger = logger
+        self.events = events
         self.afterInitialPresence = afterInitialPresence
         events.subscribe { [weak self] event in
             guard let self, case .sessionEnded(let session) = event else { return }
@@ -98,6 +100,7 @@ public final class PresenceModule: ServerModule {
             if !available { state.directedPresence = [] }
             return (was, previous, directed)
         }
+        if available { events.publish(.availablePresence(sender, presence: presence, initial: !wasAvailable)) }
         let user = sender.jid.bare
         let items = await rosterItems(of: user)
         for item in items where item.subscription == .from || item.subscription == .both {

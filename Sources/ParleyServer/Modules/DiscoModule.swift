@@ -9,6 +9,7 @@ public final class DiscoModule: ServerModule {
 
     private let serverName: String
     private let features = NIOLockedValueBox([IQTarget: [String]]())
+    private let accountExtension = NIOLockedValueBox<AccountDiscoExtension?>(nil)
 
     public init(serverName: String = "Parley") {
         self.serverName = serverName
@@ -33,9 +34,17 @@ public final class DiscoModule: ServerModule {
         }
     }
 
+    /// Lets another module (PEP) add to what accounts show, to requesters it chooses.
+    public func extendAccounts(with accountExtension: AccountDiscoExtension) {
+        self.accountExtension.withLockedValue { $0 = accountExtension }
+    }
+
     private func answerInfo(_ request: IQRequest, target: IQTarget, _ responder: IQResponder) {
         if request.payload[attribute: "node"] != nil {
             return responder.error(StanzaError(.itemNotFound, text: "This entity has no disco nodes."))
+        }
+        if target == .account, let accountExtension = accountExtension.withLockedValue({ $0 }) {
+            return answerExtendedInfo(request, accountExtension, responder)
         }
         // An account's features are its owner's business; to anyone else the account looks
         // like any address the server will not answer for (no existence leak).
@@ -55,11 +64,54 @@ public final class DiscoModule: ServerModule {
     }
 
     private func answerItems(_ request: IQRequest, _ responder: IQResponder) {
+        if !request.to.isDomain, request.payload[attribute: "node"] == nil, let accountExtension = accountExtension.withLockedValue({ $0 }) {
+            Task {
+                guard let items = await accountExtension.items(request.from, request.to) else {
+                    return responder.error(StanzaError(.serviceUnavailable))
+                }
+                responder.result(XMLElement("query", namespace: Self.itemsNamespace, [:], items))
+            }
+            return
+        }
         if request.to.isDomain == false, !request.isToOwnAccount {
             return responder.error(StanzaError(.serviceUnavailable))
         }
         var query = XMLElement("query", namespace: Self.itemsNamespace)
         if let node = request.payload[attribute: "node"] { query.setAttribute("node", node) }
         responder.result(query)
+    }
+}
+
+extension DiscoModule {
+    /// An account's disco#info with what the extension adds: the owner sees everything,
+    /// someone the extension admits sees the account and the extension's part only.
+    private func answerExtendedInfo(_ request: IQRequest, _ accountExtension: AccountDiscoExtension, _ responder: IQResponder) {
+        let ownFeatures = request.isToOwnAccount ? features.withLockedValue { $0[.account] ?? [] } : []
+        Task {
+            let extra = await accountExtension.info(request.from, request.to)
+            guard request.isToOwnAccount || extra != nil else { return responder.error(StanzaError(.serviceUnavailable)) }
+            var query = XMLElement("query", namespace: Self.infoNamespace)
+            query.append(XMLElement("identity", ["category": "account", "type": "registered"]))
+            for identity in extra?.identities ?? [] { query.append(identity) }
+            for feature in Set(ownFeatures + (extra?.features ?? [])).sorted() {
+                query.append(XMLElement("feature", ["var": feature]))
+            }
+            responder.result(query)
+        }
+    }
+}
+
+/// What a module adds to an account's disco#info and disco#items; nil from either means
+/// "nothing for this requester" (who then sees what the account shows without it).
+public struct AccountDiscoExtension: Sendable {
+    public var info: @Sendable (_ requester: JID, _ account: JID) async -> (identities: [XMLElement], features: [String])?
+    public var items: @Sendable (_ requester: JID, _ account: JID) async -> [XMLElement]?
+
+    public init(
+        info: @escaping @Sendable (_ requester: JID, _ account: JID) async -> (identities: [XMLElement], features: [String])?,
+        items: @escaping @Sendable (_ requester: JID, _ account: JID) async -> [XMLElement]?
+    ) {
+        self.info = info
+        self.items = items
     }
 }

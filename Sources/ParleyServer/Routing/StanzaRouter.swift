@@ -10,16 +10,19 @@ public final class StanzaRouter: Sendable {
     let modules: ModuleRegistry
     let policy: any DeliveryPolicy
     let logger: Logger
+    /// Iq requests the server sends to clients, waiting for their answers.
+    public let requests: ServerIQRequests
 
     public init(
         domain: JID, sessions: SessionRegistry, modules: ModuleRegistry,
-        policy: any DeliveryPolicy = OpenDeliveryPolicy(), logger: Logger
+        policy: any DeliveryPolicy = OpenDeliveryPolicy(), logger: Logger, requests: ServerIQRequests? = nil
     ) {
         self.domain = domain
         self.sessions = sessions
         self.modules = modules
         self.policy = policy
         self.logger = logger
+        self.requests = requests ?? ServerIQRequests(domain: domain)
     }
 
     /// Routes one stanza from a bound local session. Returns what is still in flight for it
@@ -73,9 +76,13 @@ public final class StanzaRouter: Sendable {
         case "get": kind = .get
         case "set": kind = .set
         case "result", "error":
-            // Replies go to the full JID that asked; replies to the server itself were
-            // consumed by the session (its own pings).
-            if to.isFull { sessions.session(to)?.deliver(stanza) }
+            // Replies go to the full JID that asked; replies to the server itself answer a
+            // request it made (the session consumed those to its own pings).
+            if to.isFull {
+                sessions.session(to)?.deliver(stanza)
+            } else if to.isDomain {
+                _ = requests.receive(stanza, from: sender.jid)
+            }
             return
         default:
             return bounce(stanza, to: sender, StanzaError(.badRequest, text: "An iq needs a type of get, set, result or error."))

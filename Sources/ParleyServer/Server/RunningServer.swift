@@ -24,6 +24,8 @@ public final class RunningServer: Sendable {
     public let storage: SQLiteStorage
     let offline: OfflineModule
     let archive: ArchiveModule
+    /// The PEP service (XEP-0163), unless turned off.
+    public let pep: PEPService?
 
     private let listeners: [any Channel]
     private let tracker: ConnectionTracker
@@ -38,7 +40,7 @@ public final class RunningServer: Sendable {
     private init(
         configuration: ServerConfiguration, c2sAddresses: [SocketAddress], directTLSAddresses: [SocketAddress],
         metricsAddress: SocketAddress?, certificateFingerprint: String?, certificatePath: String, context: ServerContext,
-        storage: SQLiteStorage, offline: OfflineModule, archive: ArchiveModule, listeners: [any Channel], tracker: ConnectionTracker, background: [Task<Void, Never>],
+        storage: SQLiteStorage, offline: OfflineModule, archive: ArchiveModule, pep: PEPService?, listeners: [any Channel], tracker: ConnectionTracker, background: [Task<Void, Never>],
         stopped: EventLoopPromise<Void>, logger: Logger
     ) {
         self.configuration = configuration
@@ -51,6 +53,7 @@ public final class RunningServer: Sendable {
         self.storage = storage
         self.offline = offline
         self.archive = archive
+        self.pep = pep
         self.listeners = listeners
         self.tracker = tracker
         self.background = NIOLockedValueBox(background)
@@ -110,12 +113,22 @@ public final class RunningServer: Sendable {
         ]
         if configuration.archive.enabled { modules.append(archive) }
         if configuration.streamManagement.enabled { modules.append(StreamManagementModule()) }
+        let requests = ServerIQRequests(domain: domain)
+        var pep: PEPService? = nil
+        if configuration.pep.enabled {
+            let service = PEPService(
+                domain: domain, store: storage, rosters: storage, sessions: sessions, policy: blocking, events: events,
+                requests: requests, limits: PEPService.Limits(configuration.pep), logger: logger)
+            modules.append(PEPModule(service: service))
+            disco.extendAccounts(with: service.discoExtension)
+            pep = service
+        }
         var registry = ModuleRegistry()
         for module in modules { try module.register(in: &registry) }
         disco.publish(from: registry)
 
         let policy = C2SPolicy(configuration: configuration, domain: domain)
-        let router = StanzaRouter(domain: domain, sessions: sessions, modules: registry, policy: blocking, logger: logger)
+        let router = StanzaRouter(domain: domain, sessions: sessions, modules: registry, policy: blocking, logger: logger, requests: requests)
         let limits = configuration.limits
         let context = try ServerContext(
             policy: policy, sessions: sessions, router: router, accounts: storage, registration: registration, tls: tls,
@@ -190,7 +203,7 @@ public final class RunningServer: Sendable {
         return RunningServer(
             configuration: configuration, c2sAddresses: c2s, directTLSAddresses: direct, metricsAddress: metricsAddress,
             certificateFingerprint: fingerprint, certificatePath: certificatePath, context: context, storage: storage, offline: offline, archive: archive,
-            listeners: listeners, tracker: tracker, background: background,
+            pep: pep, listeners: listeners, tracker: tracker, background: background,
             stopped: group.next().makePromise(of: Void.self), logger: logger)
     }
 
@@ -231,6 +244,15 @@ extension TimeAmount {
     init(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components
         self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}
+
+extension PEPService.Limits {
+    init(_ configuration: ServerConfiguration.PEP) {
+        self.init()
+        maxItemsPerNode = configuration.maxItemsPerNode
+        maxPayloadBytes = configuration.maxPayloadBytes
+        maxNodesPerAccount = configuration.maxNodesPerAccount
     }
 }
 

@@ -12,6 +12,7 @@ enum SQLiteMigrations {
         migrator.registerMigration("v3", migrate: v3)
         migrator.registerMigration("v4", migrate: v4)
         migrator.registerMigration("v5", migrate: v5)
+        migrator.registerMigration("v6_pep", migrate: v6PEP)
         return migrator
     }
 
@@ -170,6 +171,32 @@ enum SQLiteMigrations {
             sql: """
                 ALTER TABLE archive_messages ADD COLUMN message_id TEXT;
                 ALTER TABLE archive_messages ADD COLUMN message_type TEXT;
+                """)
+    }
+
+    /// Personal eventing (XEP-0163): each account's nodes, their configuration as JSON (so
+    /// a new option needs no migration), and their items in publication order (`seq`). The
+    /// items go with their node, the nodes with their account.
+    private static func v6PEP(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE pep_nodes (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    node TEXT NOT NULL,
+                    configuration TEXT NOT NULL,
+                    UNIQUE (account_id, node)
+                );
+                CREATE TABLE pep_items (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                    node_id INTEGER NOT NULL REFERENCES pep_nodes(id) ON DELETE CASCADE,
+                    item_id TEXT NOT NULL,
+                    payload TEXT NOT NULL,
+                    publisher TEXT NOT NULL,
+                    published_at INTEGER NOT NULL,
+                    UNIQUE (node_id, item_id)
+                );
+                CREATE INDEX pep_items_node ON pep_items(node_id, seq);
                 """)
     }
 }
