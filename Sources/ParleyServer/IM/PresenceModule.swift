@@ -44,7 +44,11 @@ public final class PresenceModule: ServerModule {
     public func register(in registry: inout ModuleRegistry) throws(ModuleRegistry.Error) {
         registry.advertiseStreamFeature(XMLElement("sub", namespace: Self.preApprovalFeature))
         try registry.handlePresence { [self] stanza, sender in
-            enqueue(for: sender.jid) { await self.handle(stanza, from: sender) }
+            // Kept before any queued work: the session may end right behind this stanza.
+            if stanza.type == "unavailable", stanza.to == nil {
+                sender.withPresence { $0.unavailableStatus = stanza.firstChild("status")?.text }
+            }
+            return enqueue(for: sender.jid) { await self.handle(stanza, from: sender) }
         }
     }
 

@@ -108,6 +108,11 @@ public final class RunningServer: Sendable {
         var modules: [any ServerModule] = [
             disco, PingModule(), VersionModule(), registration, roster, presence, offline, blocking, carbons, duplicates,
         ]
+        let profiles = ProfileService(vCards: storage, privateXML: storage, limits: .init(configuration))
+        modules += [
+            VCardModule(profiles: profiles), PrivateXMLModule(profiles: profiles),
+            LastActivityModule(store: storage, rosters: storage, sessions: sessions, events: events, logger: logger),
+        ]
         if configuration.archive.enabled { modules.append(archive) }
         if configuration.streamManagement.enabled { modules.append(StreamManagementModule()) }
         var registry = ModuleRegistry()
@@ -231,6 +236,15 @@ extension TimeAmount {
     init(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components
         self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}
+
+extension ProfileService.Limits {
+    init(_ configuration: ServerConfiguration) {
+        self.init()
+        maxVCardBytes = configuration.vCard.maxBytes
+        maxPrivateElementBytes = configuration.privateStorage.maxElementBytes
+        maxPrivateElements = configuration.privateStorage.maxElements
     }
 }
 

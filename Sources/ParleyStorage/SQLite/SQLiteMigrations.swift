@@ -12,6 +12,7 @@ enum SQLiteMigrations {
         migrator.registerMigration("v3", migrate: v3)
         migrator.registerMigration("v4", migrate: v4)
         migrator.registerMigration("v5", migrate: v5)
+        migrator.registerMigration("v7_profile", migrate: v7Profile)
         return migrator
     }
 
@@ -170,6 +171,33 @@ enum SQLiteMigrations {
             sql: """
                 ALTER TABLE archive_messages ADD COLUMN message_id TEXT;
                 ALTER TABLE archive_messages ADD COLUMN message_type TEXT;
+                """)
+    }
+
+    /// Profiles and per-account storage: the vCard (XEP-0054, with its photo's hash for
+    /// XEP-0153), private XML (XEP-0049) keyed by element name and namespace, and the last
+    /// logout (XEP-0012). All of it is the account's own and goes with it.
+    private static func v7Profile(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE vcards (
+                    account_id INTEGER PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+                    vcard TEXT NOT NULL,
+                    photo_hash TEXT,
+                    updated_at INTEGER NOT NULL
+                );
+                CREATE TABLE private_xml (
+                    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    namespace TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    xml TEXT NOT NULL,
+                    PRIMARY KEY (account_id, namespace, name)
+                ) WITHOUT ROWID;
+                CREATE TABLE last_activity (
+                    account_id INTEGER PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+                    logged_out_at INTEGER NOT NULL,
+                    status TEXT
+                );
                 """)
     }
 }
