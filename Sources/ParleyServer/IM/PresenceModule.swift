@@ -45,8 +45,8 @@ public final class PresenceModule: ServerModule {
         registry.advertiseStreamFeature(XMLElement("sub", namespace: Self.preApprovalFeature))
         try registry.handlePresence { [self] stanza, sender in
             // Kept before any queued work: the session may end right behind this stanza.
-            if stanza.type == "unavailable", stanza.to == nil {
-                sender.withPresence { $0.unavailableStatus = stanza.firstChild("status")?.text }
+            if stanza.to == nil, stanza.type == nil || stanza.type == "unavailable" {
+                sender.withPresence { $0.unavailableStatus = stanza.type == nil ? nil : stanza.firstChild("status")?.text }
             }
             return enqueue(for: sender.jid) { await self.handle(stanza, from: sender) }
         }

@@ -26,13 +26,14 @@ import Testing
         try await TestServer.with { server in
             // alice is subscribed to bob's presence: bob's roster has her as 'from'.
             try await Subscribe.establish(server, "alice", to: "bob")
+            let setup = try await server.lastActivityRecorded("bob")
             let bob = try await server.im("bob")
             try await bob.send("<presence type='unavailable'><status>Heading home</status></presence>")
             // Handled before the connection goes: a stanza still held behind earlier work
             // when the socket closes is never read.
             try await bob.sync()
             try await server.disconnect("bob", bob)
-            try await server.waitForLastActivity("bob")
+            try await server.waitForNewLastActivity("bob", replacing: setup)
 
             let alice = try await server.login("alice", resource: "r")
             let reply = try await Self.query(alice, to: "bob@localhost")
@@ -51,9 +52,16 @@ import Testing
     @Test func aDroppedConnectionLeavesNoStatusButATime() async throws {
         try await TestServer.with { server in
             try await Subscribe.establish(server, "alice", to: "bob")
+            let setup = try await server.lastActivityRecorded("bob")
             let bob = try await server.im("bob", available: true)
+            // Words of an unavailable presence taken back by coming online again are not
+            // the last words.
+            try await bob.send("<presence type='unavailable'><status>brb</status></presence>")
+            try await bob.expectPresence(from: "bob@localhost/r", type: "unavailable")
+            try await bob.available()
+            try await bob.sync()
             try await server.disconnect("bob", bob)
-            try await server.waitForLastActivity("bob")
+            try await server.waitForNewLastActivity("bob", replacing: setup)
             let alice = try await server.login("alice")
             let reply = try await Self.query(alice, to: "bob@localhost")
             let (seconds, text) = try Self.answer(reply)
@@ -65,6 +73,8 @@ import Testing
     @Test func anOnlineContactWasActiveZeroSecondsAgo() async throws {
         try await TestServer.with { server in
             try await Subscribe.establish(server, "alice", to: "bob")
+            // The set-up session's logout is written first, so it cannot overwrite this one.
+            _ = try await server.lastActivityRecorded("bob")
             try await server.running.storage.setLastActivity(
                 LastActivity(loggedOutAt: Date().addingTimeInterval(-600), status: "old"), for: "bob")
             let bob = try await server.im("bob")
@@ -85,6 +95,7 @@ import Testing
             // alice sees bob's presence; bob does not see alice's ('to' is the wrong way).
             try await Subscribe.establish(server, "alice", to: "bob")
             for user in ["alice", "bob"] {
+                _ = try await server.lastActivityRecorded(user)
                 try await server.running.storage.setLastActivity(LastActivity(loggedOutAt: Date(), status: "bye"), for: user)
             }
             let bob = try await server.login("bob")
@@ -113,7 +124,7 @@ import Testing
             try await first.send("<presence type='unavailable'><status>Off to bed</status></presence>")
             try await first.sync()
             try await server.disconnect("alice", first)
-            try await server.waitForLastActivity("alice")
+            _ = try await server.lastActivityRecorded("alice")
             let alice = try await server.login("alice", resource: "laptop")
             let own = try Self.answer(try await Self.query(alice))
             #expect((0...5).contains(own.seconds) && own.text == "Off to bed", "\(own)")
@@ -132,7 +143,7 @@ import Testing
             #expect(try await VCardScenarios.set(alice, VCardScenarios.vCard).type == "result")
             #expect(try await PrivateStorageScenarios.request(alice, "set", PrivateStorageScenarios.bookmarks).type == "result")
             try await server.disconnect("alice", alice)
-            try await server.waitForLastActivity("alice")
+            _ = try await server.lastActivityRecorded("alice")
 
             // As `parleyd deluser` does, while alice is offline.
             #expect(try await server.running.storage.deleteAccount(username: "alice", origin: .admin))
@@ -148,12 +159,20 @@ import Testing
 }
 
 extension TestServer {
-    /// Waits until the account's last logout is stored (it is written just after its last
-    /// session ends).
-    func waitForLastActivity(_ username: String) async throws {
+    /// The account's stored last logout, waiting for it: it is written just after the
+    /// account's last session ends.
+    func lastActivityRecorded(_ username: String) async throws -> LastActivity {
+        try await waitForNewLastActivity(username, replacing: nil)
+    }
+
+    /// Waits until the account's last logout is another than `previous` (a later session
+    /// ended) and returns it.
+    @discardableResult
+    func waitForNewLastActivity(_ username: String, replacing previous: LastActivity?) async throws -> LastActivity {
         let deadline = ContinuousClock.now + TestClient.defaultTimeout
-        while try await running.storage.lastActivity(of: username) == nil {
-            guard ContinuousClock.now < deadline else { throw ScenarioFailure("no last activity stored for \(username)") }
+        while true {
+            if let current = try await running.storage.lastActivity(of: username), current != previous { return current }
+            guard ContinuousClock.now < deadline else { throw ScenarioFailure("no new last activity stored for \(username)") }
             try await Task.sleep(for: .milliseconds(5))
         }
     }
