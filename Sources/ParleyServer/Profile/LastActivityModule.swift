@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import ParleyCore
 import ParleyStorage
 
@@ -17,6 +18,8 @@ public final class LastActivityModule: ServerModule {
     private let started = ContinuousClock.now
     /// Logouts of one account are written in the order they happened.
     private let queue = UserQueue()
+    /// Logouts not yet written, so that shutdown can wait for those of the sessions it ends.
+    private let unwritten = NIOLockedValueBox(0)
 
     public init(store: any LastActivityStore, rosters: any RosterStore, sessions: SessionRegistry, events: ServerEventBus, logger: Logger) {
         self.store = store
@@ -47,7 +50,9 @@ public final class LastActivityModule: ServerModule {
         let account = session.jid.bare
         guard sessions.sessions(of: account).isEmpty, let username = account.localpart else { return }
         let activity = LastActivity(loggedOutAt: Date(), status: session.withPresence { $0.unavailableStatus })
-        queue.enqueue(username) { [store, logger] in
+        unwritten.withLockedValue { $0 += 1 }
+        queue.enqueue(username) { [store, logger, unwritten] in
+            defer { unwritten.withLockedValue { $0 -= 1 } }
             do {
                 try await store.setLastActivity(activity, for: username)
             } catch StorageError.accountNotFound {
@@ -55,6 +60,13 @@ public final class LastActivityModule: ServerModule {
             } catch {
                 logger.error("cannot record the last logout", metadata: ["user": "\(username)", "error": "\(error)"])
             }
+        }
+    }
+
+    /// Returns once every logout so far is written, or at `deadline`.
+    func waitUntilIdle(deadline: ContinuousClock.Instant) async {
+        while unwritten.withLockedValue({ $0 > 0 }), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
         }
     }
 

@@ -24,6 +24,7 @@ public final class RunningServer: Sendable {
     public let storage: SQLiteStorage
     let offline: OfflineModule
     let archive: ArchiveModule
+    let lastActivity: LastActivityModule
 
     private let listeners: [any Channel]
     private let tracker: ConnectionTracker
@@ -38,7 +39,7 @@ public final class RunningServer: Sendable {
     private init(
         configuration: ServerConfiguration, c2sAddresses: [SocketAddress], directTLSAddresses: [SocketAddress],
         metricsAddress: SocketAddress?, certificateFingerprint: String?, certificatePath: String, context: ServerContext,
-        storage: SQLiteStorage, offline: OfflineModule, archive: ArchiveModule, listeners: [any Channel], tracker: ConnectionTracker, background: [Task<Void, Never>],
+        storage: SQLiteStorage, offline: OfflineModule, archive: ArchiveModule, lastActivity: LastActivityModule, listeners: [any Channel], tracker: ConnectionTracker, background: [Task<Void, Never>],
         stopped: EventLoopPromise<Void>, logger: Logger
     ) {
         self.configuration = configuration
@@ -51,6 +52,7 @@ public final class RunningServer: Sendable {
         self.storage = storage
         self.offline = offline
         self.archive = archive
+        self.lastActivity = lastActivity
         self.listeners = listeners
         self.tracker = tracker
         self.background = NIOLockedValueBox(background)
@@ -109,10 +111,8 @@ public final class RunningServer: Sendable {
             disco, PingModule(), VersionModule(), registration, roster, presence, offline, blocking, carbons, duplicates,
         ]
         let profiles = ProfileService(vCards: storage, privateXML: storage, limits: .init(configuration))
-        modules += [
-            VCardModule(profiles: profiles), PrivateXMLModule(profiles: profiles),
-            LastActivityModule(store: storage, rosters: storage, sessions: sessions, events: events, logger: logger),
-        ]
+        let lastActivity = LastActivityModule(store: storage, rosters: storage, sessions: sessions, events: events, logger: logger)
+        modules += [VCardModule(profiles: profiles), PrivateXMLModule(profiles: profiles), lastActivity]
         if configuration.archive.enabled { modules.append(archive) }
         if configuration.streamManagement.enabled { modules.append(StreamManagementModule()) }
         var registry = ModuleRegistry()
@@ -195,7 +195,7 @@ public final class RunningServer: Sendable {
         return RunningServer(
             configuration: configuration, c2sAddresses: c2s, directTLSAddresses: direct, metricsAddress: metricsAddress,
             certificateFingerprint: fingerprint, certificatePath: certificatePath, context: context, storage: storage, offline: offline, archive: archive,
-            listeners: listeners, tracker: tracker, background: background,
+            lastActivity: lastActivity, listeners: listeners, tracker: tracker, background: background,
             stopped: group.next().makePromise(of: Void.self), logger: logger)
     }
 
@@ -222,6 +222,8 @@ public final class RunningServer: Sendable {
         // Messages accepted for offline accounts are committed before the process may exit.
         await offline.writer.waitUntilIdle(deadline: ContinuousClock.now + .seconds(5))
         await archive.writer.waitUntilIdle(deadline: ContinuousClock.now + .seconds(5))
+        // So are the logouts of the sessions the shutdown ended (XEP-0012 last activity).
+        await lastActivity.waitUntilIdle(deadline: ContinuousClock.now + .seconds(5))
         for task in background.withLockedValue({ $0 }) { task.cancel() }
         logger.info("stopped")
         stopped.succeed(())

@@ -90,6 +90,22 @@ import Testing
         }
     }
 
+    /// A shutdown ends every session; their logouts are written before the server stops,
+    /// so the restarted server still knows them.
+    @Test func logoutsAtShutdownSurviveTheRestart() async throws {
+        try await TestServer.with { server in
+            try await Subscribe.establish(server, "alice", to: "bob")
+            _ = try await server.lastActivityRecorded("bob")
+            let bob = try await server.im("bob")
+            try await bob.send("<presence type='unavailable'><status>Maintenance tonight</status></presence>")
+            try await bob.sync()
+            try await server.restart()
+            let alice = try await server.login("alice")
+            let (seconds, text) = try Self.answer(try await Self.query(alice, to: "bob@localhost"))
+            #expect((0...5).contains(seconds) && text == "Maintenance tonight", "\(seconds) \(text)")
+        }
+    }
+
     @Test func thoseNotEntitledToThePresenceAreForbidden() async throws {
         try await TestServer.with(accounts: TestServer.threeAccounts) { server in
             // alice sees bob's presence; bob does not see alice's ('to' is the wrong way).
