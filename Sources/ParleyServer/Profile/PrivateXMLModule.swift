@@ -37,6 +37,13 @@ public final class PrivateXMLModule: ServerModule {
         guard elements.allSatisfy({ $0.namespace == namespace }) else {
             return responder.error(StanzaError(.badRequest, text: "One private storage request covers one namespace."))
         }
+        // No account holds more than this, so no request needs to name more.
+        guard elements.count <= profiles.limits.maxPrivateElements else {
+            return responder.error(
+                StanzaError(
+                    .notAcceptable,
+                    text: "A request may name up to \(profiles.limits.maxPrivateElements) elements, as many as an account can store."))
+        }
         guard Set(elements.map(\.name)).count == elements.count else {
             return responder.error(StanzaError(.badRequest, text: "The request names the same element twice."))
         }

@@ -134,7 +134,8 @@ public final class ProfileService: Sendable {
                 text: "Private storage holds up to \(limits.maxPrivateElements) elements per account; clear one to store another.")
         }
         for (element, write) in zip(elements, writes) {
-            publish(.privateXML(username: username, name: write.name, namespace: write.namespace, element: write.xml == nil ? nil : element, by: origin))
+            let stored = write.xml == nil ? nil : element
+            publish(.privateXML(username: username, name: write.name, namespace: write.namespace, element: stored, by: origin))
         }
     }
 

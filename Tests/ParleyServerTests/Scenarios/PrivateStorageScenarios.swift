@@ -114,6 +114,10 @@ import Testing
             #expect(try await Self.request(alice, "set", "<two xmlns='example:ns'>2</two>").type == "result")
             let third = try await Self.request(alice, "set", "<three xmlns='example:ns'>3</three>")
             #expect(third.type == "error" && third.stanzaErrorCondition == .notAcceptable, "\(third.xmlString())")
+            // A get naming more than an account can hold is refused before any lookup.
+            let many = try await Self.request(alice, "get", "<one xmlns='example:ns'/><two xmlns='example:ns'/><x xmlns='example:ns'/>")
+            #expect(many.type == "error" && many.stanzaErrorCondition == .notAcceptable, "\(many.xmlString())")
+            #expect(many.stanzaErrorText?.contains("up to 2 elements") == true, "\(many.xmlString())")
             // Replacing one at the limit still works; clearing one makes room.
             #expect(try await Self.request(alice, "set", "<two xmlns='example:ns'>2b</two>").type == "result")
             #expect(try await Self.request(alice, "set", "<one xmlns='example:ns'/>").type == "result")
