@@ -1,6 +1,7 @@
 import Foundation
 import ParleyCore
 import ParleyStorage
+import ParleyTestSupport
 import Testing
 
 /// XEP-0012 last activity on the wire: a contact's last logout and last words for those
@@ -18,6 +19,7 @@ import Testing
     static func answer(_ reply: XMLElement, sourceLocation: SourceLocation = #_sourceLocation) throws -> (seconds: Int, text: String) {
         #expect(reply.type == "result", "\(reply.xmlString())", sourceLocation: sourceLocation)
         let query = try #require(reply.firstChild("query", namespace: namespace), "\(reply.xmlString())", sourceLocation: sourceLocation)
+        try SchemaValidator.shared.validate(query.xmlString())
         let seconds = try #require(query[attribute: "seconds"].flatMap { Int($0) }, "\(reply.xmlString())", sourceLocation: sourceLocation)
         return (seconds, query.text)
     }

@@ -1,4 +1,5 @@
 import ParleyCore
+import ParleyTestSupport
 import Testing
 
 @testable import ParleyServer
@@ -19,7 +20,9 @@ import Testing
     /// The elements inside the result's `<query/>`.
     static func stored(_ reply: XMLElement) throws -> [XMLElement] {
         #expect(reply.type == "result", "\(reply.xmlString())")
-        return try #require(reply.firstChild("query", namespace: namespace), "\(reply.xmlString())").elements
+        let query = try #require(reply.firstChild("query", namespace: namespace), "\(reply.xmlString())")
+        try SchemaValidator.shared.validate(query.xmlString())
+        return query.elements
     }
 
     static func element(_ xml: String) throws -> XMLElement {

@@ -1,6 +1,7 @@
 import ParleyCore
 @testable import ParleyServer
 import ParleyStorage
+import ParleyTestSupport
 import Testing
 
 /// XEP-0054 vcard-temp on the wire: one's own vCard (empty until set), another account's
@@ -13,7 +14,10 @@ import Testing
 
     static func get(_ client: TestClient, to: String? = nil, id: String = "vg") async throws -> XMLElement {
         let address = to.map { " to='\($0)'" } ?? ""
-        return try await client.query("<iq type='get' id='\(id)'\(address)><vCard xmlns='vcard-temp'/></iq>", id: id)
+        let reply = try await client.query("<iq type='get' id='\(id)'\(address)><vCard xmlns='vcard-temp'/></iq>", id: id)
+        // Inside an iq a payload is checked laxly; on its own its root must be declared.
+        for payload in reply.elements where reply.type == "result" { try SchemaValidator.shared.validate(payload.xmlString()) }
+        return reply
     }
 
     static func set(_ client: TestClient, _ vCard: String, to: String? = nil, id: String = "vs") async throws -> XMLElement {
