@@ -111,6 +111,12 @@ extension ServerConfiguration {
             "archive.retention_days", default: config.archive.retentionDays, in: 0...1_000_000,
             expected: "an integer, 0 to keep messages forever")
 
+        config.vCard.maxBytes = try values.positiveInt("vcard.max_bytes", default: config.vCard.maxBytes)
+        config.privateStorage.maxElementBytes = try values.positiveInt(
+            "private_storage.max_element_bytes", default: config.privateStorage.maxElementBytes)
+        config.privateStorage.maxElements = try values.positiveInt(
+            "private_storage.max_elements", default: config.privateStorage.maxElements)
+
         try readLimits(values, into: &config.limits)
         try readKeepalive(values, into: &config.keepalive)
 

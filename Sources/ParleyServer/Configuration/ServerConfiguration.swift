@@ -18,6 +18,8 @@ public struct ServerConfiguration: Sendable, Hashable {
     public var roster = Roster()
     public var offline = Offline()
     public var archive = Archive()
+    public var vCard = VCard()
+    public var privateStorage = PrivateStorage()
     public var limits = Limits()
     public var keepalive = Keepalive()
     public var sessions = Sessions()
@@ -99,6 +101,22 @@ public struct ServerConfiguration: Sendable, Hashable {
         public var maxMessagesPerUser = 10_000
         /// Messages older than this many days are deleted (checked hourly); 0 keeps them.
         public var retentionDays = 0
+        public init() {}
+    }
+
+    /// vCards (XEP-0054).
+    public struct VCard: Sendable, Hashable {
+        /// The largest vCard kept, serialized; a larger one is refused with not-acceptable.
+        public var maxBytes = 65_536
+        public init() {}
+    }
+
+    /// Private XML storage (XEP-0049), where clients keep bookmarks (XEP-0048) and settings.
+    public struct PrivateStorage: Sendable, Hashable {
+        /// The largest element kept, serialized.
+        public var maxElementBytes = 65_536
+        /// Distinct elements one account may keep.
+        public var maxElements = 100
         public init() {}
     }
 

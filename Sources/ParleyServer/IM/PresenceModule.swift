@@ -46,7 +46,11 @@ public final class PresenceModule: ServerModule {
     public func register(in registry: inout ModuleRegistry) throws(ModuleRegistry.Error) {
         registry.advertiseStreamFeature(XMLElement("sub", namespace: Self.preApprovalFeature))
         try registry.handlePresence { [self] stanza, sender in
-            enqueue(for: sender.jid) { await self.handle(stanza, from: sender) }
+            // Kept before any queued work: the session may end right behind this stanza.
+            if stanza.to == nil, stanza.type == nil || stanza.type == "unavailable" {
+                sender.withPresence { $0.unavailableStatus = stanza.type == nil ? nil : stanza.firstChild("status")?.text }
+            }
+            return enqueue(for: sender.jid) { await self.handle(stanza, from: sender) }
         }
     }
 

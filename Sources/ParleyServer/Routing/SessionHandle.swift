@@ -76,6 +76,9 @@ public struct SessionPresence: Sendable {
     public var priority: Int8 = 0
     /// The last available presence it broadcast, `from` stamped: what probes are answered with.
     public var lastPresence: XMLElement?
+    /// The status text of the last unavailable presence it broadcast: the account's last
+    /// words if this turns out to be its last session (XEP-0012).
+    public var unavailableStatus: String?
     /// Requested the roster, so it is an "interested resource" that gets roster pushes.
     public var wantsRosterPushes = false
     /// Requested the block list (XEP-0191), so it gets block list pushes.

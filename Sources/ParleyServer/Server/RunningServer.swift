@@ -26,6 +26,7 @@ public final class RunningServer: Sendable {
     let archive: ArchiveModule
     /// The PEP service (XEP-0163), unless turned off.
     public let pep: PEPService?
+    let lastActivity: LastActivityModule
 
     private let listeners: [any Channel]
     private let tracker: ConnectionTracker
@@ -40,7 +41,8 @@ public final class RunningServer: Sendable {
     private init(
         configuration: ServerConfiguration, c2sAddresses: [SocketAddress], directTLSAddresses: [SocketAddress],
         metricsAddress: SocketAddress?, certificateFingerprint: String?, certificatePath: String, context: ServerContext,
-        storage: SQLiteStorage, offline: OfflineModule, archive: ArchiveModule, pep: PEPService?, listeners: [any Channel], tracker: ConnectionTracker, background: [Task<Void, Never>],
+        storage: SQLiteStorage, offline: OfflineModule, archive: ArchiveModule, pep: PEPService?, lastActivity: LastActivityModule,
+        listeners: [any Channel], tracker: ConnectionTracker, background: [Task<Void, Never>],
         stopped: EventLoopPromise<Void>, logger: Logger
     ) {
         self.configuration = configuration
@@ -54,6 +56,7 @@ public final class RunningServer: Sendable {
         self.offline = offline
         self.archive = archive
         self.pep = pep
+        self.lastActivity = lastActivity
         self.listeners = listeners
         self.tracker = tracker
         self.background = NIOLockedValueBox(background)
@@ -111,6 +114,9 @@ public final class RunningServer: Sendable {
         var modules: [any ServerModule] = [
             disco, PingModule(), VersionModule(), registration, roster, presence, offline, blocking, carbons, duplicates,
         ]
+        let profiles = ProfileService(vCards: storage, privateXML: storage, limits: .init(configuration))
+        let lastActivity = LastActivityModule(store: storage, rosters: storage, sessions: sessions, events: events, logger: logger)
+        modules += [VCardModule(profiles: profiles), PrivateXMLModule(profiles: profiles), lastActivity]
         if configuration.archive.enabled { modules.append(archive) }
         if configuration.streamManagement.enabled { modules.append(StreamManagementModule()) }
         let requests = ServerIQRequests(domain: domain)
@@ -203,7 +209,7 @@ public final class RunningServer: Sendable {
         return RunningServer(
             configuration: configuration, c2sAddresses: c2s, directTLSAddresses: direct, metricsAddress: metricsAddress,
             certificateFingerprint: fingerprint, certificatePath: certificatePath, context: context, storage: storage, offline: offline, archive: archive,
-            pep: pep, listeners: listeners, tracker: tracker, background: background,
+            pep: pep, lastActivity: lastActivity, listeners: listeners, tracker: tracker, background: background,
             stopped: group.next().makePromise(of: Void.self), logger: logger)
     }
 
@@ -230,6 +236,8 @@ public final class RunningServer: Sendable {
         // Messages accepted for offline accounts are committed before the process may exit.
         await offline.writer.waitUntilIdle(deadline: ContinuousClock.now + .seconds(5))
         await archive.writer.waitUntilIdle(deadline: ContinuousClock.now + .seconds(5))
+        // So are the logouts of the sessions the shutdown ended (XEP-0012 last activity).
+        await lastActivity.waitUntilIdle(deadline: ContinuousClock.now + .seconds(5))
         for task in background.withLockedValue({ $0 }) { task.cancel() }
         logger.info("stopped")
         stopped.succeed(())
@@ -253,6 +261,15 @@ extension PEPService.Limits {
         maxItemsPerNode = configuration.maxItemsPerNode
         maxPayloadBytes = configuration.maxPayloadBytes
         maxNodesPerAccount = configuration.maxNodesPerAccount
+    }
+}
+
+extension ProfileService.Limits {
+    init(_ configuration: ServerConfiguration) {
+        self.init()
+        maxVCardBytes = configuration.vCard.maxBytes
+        maxPrivateElementBytes = configuration.privateStorage.maxElementBytes
+        maxPrivateElements = configuration.privateStorage.maxElements
     }
 }
 

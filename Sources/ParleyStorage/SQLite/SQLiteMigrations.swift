@@ -13,6 +13,7 @@ enum SQLiteMigrations {
         migrator.registerMigration("v4", migrate: v4)
         migrator.registerMigration("v5", migrate: v5)
         migrator.registerMigration("v6_pep", migrate: v6PEP)
+        migrator.registerMigration("v7_profile", migrate: v7Profile)
         return migrator
     }
 
@@ -197,6 +198,33 @@ enum SQLiteMigrations {
                     UNIQUE (node_id, item_id)
                 );
                 CREATE INDEX pep_items_node ON pep_items(node_id, seq);
+                """)
+    }
+
+    /// Profiles and per-account storage: the vCard (XEP-0054, with its photo's hash for
+    /// XEP-0153), private XML (XEP-0049) keyed by element name and namespace, and the last
+    /// logout (XEP-0012). All of it is the account's own and goes with it.
+    private static func v7Profile(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE vcards (
+                    account_id INTEGER PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+                    vcard TEXT NOT NULL,
+                    photo_hash TEXT,
+                    updated_at INTEGER NOT NULL
+                );
+                CREATE TABLE private_xml (
+                    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    namespace TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    xml TEXT NOT NULL,
+                    PRIMARY KEY (account_id, namespace, name)
+                ) WITHOUT ROWID;
+                CREATE TABLE last_activity (
+                    account_id INTEGER PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+                    logged_out_at INTEGER NOT NULL,
+                    status TEXT
+                );
                 """)
     }
 }
