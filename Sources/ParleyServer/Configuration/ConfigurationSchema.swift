@@ -55,6 +55,19 @@ enum ConfigurationSchema {
         "metrics.port": .scalar,
         "storage.backend": .scalar,
         "storage.sqlite.path": .scalar,
+        "csi.queue_size": .scalar,
+        "contact_info.abuse": .list,
+        "contact_info.admin": .list,
+        "contact_info.feedback": .list,
+        "contact_info.sales": .list,
+        "contact_info.security": .list,
+        "contact_info.support": .list,
+        "turn.host": .scalar,
+        "turn.port": .scalar,
+        "turn.secret": .scalar,
+        "turn.ttl": .scalar,
+        "turn.tcp": .scalar,
+        "turn.tls_port": .scalar,
     ]
 
     /// Keys that hold other keys: `c2s`, `storage`, `storage.sqlite`, …

@@ -8,7 +8,14 @@ public final class DiscoModule: ServerModule {
     public static let itemsNamespace = XMLNamespace.discoItems
 
     private let serverName: String
-    private let features = NIOLockedValueBox([IQTarget: [String]]())
+    private let info = NIOLockedValueBox([IQTarget: Info]())
+
+    /// What disco#info says about one target, fixed once every module has registered.
+    struct Info: Sendable {
+        var identities: [DiscoIdentity] = []
+        var features: [String] = []
+        var forms: [XMLElement] = []
+    }
 
     public init(serverName: String = "Parley") {
         self.serverName = serverName
@@ -27,15 +34,30 @@ public final class DiscoModule: ServerModule {
 
     /// Called once every module has registered.
     public func publish(from registry: ModuleRegistry) {
-        features.withLockedValue {
-            $0[.server] = registry.advertisedFeatures(for: .server)
-            $0[.account] = registry.advertisedFeatures(for: .account)
+        let own: [IQTarget: DiscoIdentity] = [
+            .server: DiscoIdentity(category: "server", type: "im", name: serverName),
+            .account: DiscoIdentity(category: "account", type: "registered"),
+        ]
+        info.withLockedValue {
+            for target in [IQTarget.server, .account] {
+                $0[target] = Info(
+                    identities: [own[target]!] + (registry.identities[target] ?? []),
+                    features: registry.advertisedFeatures(for: target), forms: registry.infoForms[target] ?? [])
+            }
         }
     }
 
+    /// The server's XEP-0115 capabilities, computed from exactly what disco#info answers.
+    public var serverCapabilities: EntityCapabilities {
+        let server = info.withLockedValue { $0[.server] ?? Info() }
+        return EntityCapabilities(identities: server.identities, features: server.features, forms: server.forms)
+    }
+
     private func answerInfo(_ request: IQRequest, target: IQTarget, _ responder: IQResponder) {
-        if request.payload[attribute: "node"] != nil {
-            return responder.error(StanzaError(.itemNotFound, text: "This entity has no disco nodes."))
+        let node = request.payload[attribute: "node"]
+        // XEP-0115 §6.2: the node#ver the server announced names its own information.
+        if let node, !(target == .server && node == serverCapabilities.nodeVer) {
+            return responder.error(StanzaError(.itemNotFound, text: "This entity has no disco node '\(node)'."))
         }
         // An account's features are its owner's business; to anyone else the account looks
         // like any address the server will not answer for (no existence leak).
@@ -43,14 +65,11 @@ public final class DiscoModule: ServerModule {
             return responder.error(StanzaError(.serviceUnavailable))
         }
         var query = XMLElement("query", namespace: Self.infoNamespace)
-        if target == .server {
-            query.append(XMLElement("identity", ["category": "server", "type": "im", "name": serverName]))
-        } else {
-            query.append(XMLElement("identity", ["category": "account", "type": "registered"]))
-        }
-        for feature in features.withLockedValue({ $0[target] ?? [] }) {
-            query.append(XMLElement("feature", ["var": feature]))
-        }
+        if let node { query[attribute: "node"] = node }
+        let info = info.withLockedValue { $0[target] ?? Info() }
+        for identity in info.identities { query.append(identity.element) }
+        for feature in info.features { query.append(XMLElement("feature", ["var": feature])) }
+        for form in info.forms { query.append(form) }
         responder.result(query)
     }
 

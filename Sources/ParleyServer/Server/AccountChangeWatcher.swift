@@ -41,7 +41,13 @@ struct AccountChangeWatcher: Sendable {
         case .passwordChanged:
             return
         }
-        let online = sessions.sessions(of: bare)
+        // The username may already name a new account (deleted and re-created before this
+        // poll): only sessions of the account the change names end. A change without an id
+        // (recorded before ids were kept) or a session without one ends as before.
+        let online = sessions.sessions(of: bare).filter { session in
+            guard let changed = change.accountID, let own = session.accountID else { return true }
+            return changed == own
+        }
         if !online.isEmpty {
             logger.info("ending sessions after account change", metadata: ["jid": "\(bare)", "change": "\(change.kind.rawValue)"])
         }
