@@ -22,12 +22,18 @@ struct AccountChangeWatcher: Sendable {
         }
         while !Task.isCancelled {
             try? await Task.sleep(for: interval)
-            guard let changes = try? await feed.changes(after: last) else { continue }
-            for change in changes {
-                last = max(last, change.id)
-                apply(change)
-            }
+            if let newest = try? await poll(after: last) { last = newest }
         }
+    }
+
+    /// Applies every change recorded after `cursor`; returns the id of the last one seen.
+    func poll(after cursor: Int64) async throws -> Int64 {
+        var last = cursor
+        for change in try await feed.changes(after: cursor) {
+            last = max(last, change.id)
+            apply(change)
+        }
+        return last
     }
 
     private func apply(_ change: AccountChange) {
