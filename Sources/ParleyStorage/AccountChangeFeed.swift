@@ -19,13 +19,18 @@ public struct AccountChange: Sendable, Hashable {
     /// Increases with every change; `changes(after:)` takes the last one a reader has seen.
     public var id: Int64
     public var username: String
+    /// The id of the account changed (`AccountRecord.id`): a deletion ends only the sessions
+    /// of that account, not those of a new one that took the username meanwhile. Nil for
+    /// changes recorded before ids were kept.
+    public var accountID: Int64?
     public var kind: Kind
     public var origin: Origin
     public var at: Date
 
-    public init(id: Int64, username: String, kind: Kind, origin: Origin, at: Date) {
+    public init(id: Int64, username: String, accountID: Int64? = nil, kind: Kind, origin: Origin, at: Date) {
         self.id = id
         self.username = username
+        self.accountID = accountID
         self.kind = kind
         self.origin = origin
         self.at = at

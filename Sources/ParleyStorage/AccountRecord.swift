@@ -8,9 +8,14 @@ public struct AccountRecord: Sendable, Hashable {
     /// One entry per hash function the account can authenticate with, ordered by `hashName`.
     public var keys: [StoredSCRAMKeys]
     public var createdAt: Date
+    /// The account's row id: never reused, so it tells an account from a later one with the
+    /// same username (a deletion in the `AccountChangeFeed` names it). Nil from a store that
+    /// has none.
+    public var id: Int64?
 
-    public init(username: String, keys: [StoredSCRAMKeys], createdAt: Date) {
+    public init(username: String, keys: [StoredSCRAMKeys], createdAt: Date, id: Int64? = nil) {
         self.username = username
+        self.id = id
         self.keys = keys
         self.createdAt = createdAt
     }

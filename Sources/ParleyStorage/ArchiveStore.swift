@@ -81,6 +81,12 @@ public struct ArchiveQuery: Sendable, Hashable {
     public var withIsFull: Bool
     public var start: Date?
     public var end: Date?
+    /// XEP-0313 §4.1.3.3 (`urn:xmpp:mam:2#extended`): only messages after (before) the one
+    /// with this stanza-id. Unlike `after`/`before` these filter, so `count` reflects them.
+    public var afterID: String?
+    public var beforeID: String?
+    /// Only the messages with these stanza-ids (the `ids` field); an unknown id matches nothing.
+    public var ids: [String]?
     /// Messages after the one with this stanza-id.
     public var after: String?
     /// Messages before the one with this stanza-id; an empty string asks for the last page.

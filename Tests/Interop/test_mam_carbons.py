@@ -52,13 +52,13 @@ def test_mam_pages_through_the_archive_with_stanza_ids(parleyd):
                     with_jid=alice_account.jid, rsm={"max": 2})]
                 assert forwards == [f"m{i}" for i in range(1, 6)], forwards
 
-                # Backwards, page by page (slixmpp's iterator stops backward paging when
-                # first index + page size == count, i.e. after the last page, so by hand).
+                # Backwards, page by page (test_discovery.py pages backwards with the iterator).
                 page = await bob.plugin["xep_0313"].retrieve(rsm={"max": 2, "before": stanza_ids[4]}, timeout=TIMEOUT)
                 assert [_body(r) for r in page["mam"]["results"]] == ["m3", "m4"], page
                 assert page["mam_fin"]["complete"] in (False, "false"), page
                 first = page["mam_fin"]["rsm"]["first"]
-                assert first == stanza_ids[2] and int(page["mam_fin"]["rsm"]["first_index"]) == 2, page
+                # No index, as Prosody sends it (slixmpp's iterator would stop on one).
+                assert first == stanza_ids[2] and not page["mam_fin"]["rsm"]["first_index"], page
                 page = await bob.plugin["xep_0313"].retrieve(rsm={"max": 5, "before": first}, timeout=TIMEOUT)
                 assert [_body(r) for r in page["mam"]["results"]] == ["m1", "m2"], page
                 assert page["mam_fin"]["complete"] in (True, "true"), page

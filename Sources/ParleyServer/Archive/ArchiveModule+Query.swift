@@ -15,6 +15,9 @@ extension ArchiveModule {
             return responder.error(error)
         }
         let queryID = request.payload[attribute: "queryid"]
+        // XEP-0313 flip-page: the page is sent newest first; <first/> and <last/> still name
+        // its oldest and newest message, as Prosody sends them.
+        let flipped = request.payload.firstChild("flip-page", namespace: Self.namespace) != nil
         let owner = request.from.bare.description
         let client = request.from.description
         responder.answer { [store, writer] in
@@ -25,14 +28,15 @@ extension ArchiveModule {
             } catch StorageError.itemNotFound {
                 throw StanzaError(.itemNotFound, text: "No message in the archive has that id.")
             }
-            for message in page.messages {
+            for message in flipped ? page.messages.reversed() : page.messages {
                 session.deliver(Self.resultMessage(message, queryID: queryID, owner: owner, to: client))
             }
             var set = XMLElement("set", namespace: XMLNamespace.resultSetManagement)
             if let first = page.messages.first, let last = page.messages.last {
-                var firstElement = XMLElement("first", text: first.stanzaID)
-                if let index = page.firstIndex { firstElement[attribute: "index"] = String(index) }
-                set.append(firstElement)
+                // No `index` (optional in XEP-0059 §2.6), as Prosody sends it: slixmpp,
+                // paging backwards, takes "index + page size == count" for the end, which
+                // the newest page always satisfies, and so never asks for a second page.
+                set.append(XMLElement("first", text: first.stanzaID))
                 set.append(XMLElement("last", text: last.stanzaID))
             }
             set.append(XMLElement("count", text: String(page.count)))
@@ -75,6 +79,11 @@ extension ArchiveModule {
         if let form = payload.firstChild("x", namespace: XMLNamespace.dataForms) {
             for field in form.children("field", namespace: XMLNamespace.dataForms) {
                 let name = field[attribute: "var"] ?? ""
+                if name == "ids" {
+                    let ids = try parseIDs(field)
+                    if !ids.isEmpty { query.ids = ids }
+                    continue
+                }
                 let value = field.firstChild("value", namespace: XMLNamespace.dataForms)?.text ?? ""
                 if value.isEmpty { continue }
                 switch name {
@@ -91,6 +100,10 @@ extension ArchiveModule {
                         throw StanzaError(.badRequest, text: "'\(name)' is not an XEP-0082 date and time.")
                     }
                     if name == "start" { query.start = date } else { query.end = date }
+                case "after-id":
+                    query.afterID = value
+                case "before-id":
+                    query.beforeID = value
                 default:
                     throw StanzaError(.badRequest, text: "The field '\(name)' is not supported.")
                 }

@@ -36,6 +36,13 @@ public final class ArchiveModule: ServerModule, Sendable {
         try registry.handle(.set, "prefs", namespace: Self.namespace, for: .account, advertise: false) { [self] request, responder in
             preferences(request, responder, change: true)
         }
+        try registry.handle(.get, "query", namespace: Self.namespace, for: .account, advertise: false) { [self] request, responder in
+            fields(request, responder)
+        }
+        try registry.handle(.get, "metadata", namespace: Self.namespace, for: .account, advertise: false) { [self] request, responder in
+            metadata(request, responder)
+        }
+        registry.advertise(Self.extendedFeature, for: .account)
         registry.advertise(XMLNamespace.stanzaID, for: .account)
         try registry.archiveMessages { [self] message, sender, recipient in
             stamp(message, from: sender, to: recipient)

@@ -62,6 +62,19 @@ enum ConfigurationSchema {
         "pep.max_items_per_node": .scalar,
         "pep.max_payload_bytes": .scalar,
         "pep.max_nodes_per_account": .scalar,
+        "csi.queue_size": .scalar,
+        "contact_info.abuse": .list,
+        "contact_info.admin": .list,
+        "contact_info.feedback": .list,
+        "contact_info.sales": .list,
+        "contact_info.security": .list,
+        "contact_info.support": .list,
+        "turn.host": .scalar,
+        "turn.port": .scalar,
+        "turn.secret": .scalar,
+        "turn.ttl": .scalar,
+        "turn.tcp": .scalar,
+        "turn.tls_port": .scalar,
     ]
 
     /// Keys that hold other keys: `c2s`, `storage`, `storage.sqlite`, …

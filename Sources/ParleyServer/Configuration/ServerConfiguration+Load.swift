@@ -149,7 +149,35 @@ extension ServerConfiguration {
         config.pep.maxPayloadBytes = try values.positiveInt("pep.max_payload_bytes", default: config.pep.maxPayloadBytes)
         config.pep.maxNodesPerAccount = try values.positiveInt(
             "pep.max_nodes_per_account", default: config.pep.maxNodesPerAccount)
+        try readDiscovery(values, into: &config)
         return config
+    }
+
+    /// XEP-0352, XEP-0157 and XEP-0215 options.
+    private static func readDiscovery(_ values: ConfigurationValues, into config: inout ServerConfiguration) throws(ConfigurationError) {
+        config.clientState.queueSize = try values.positiveInt("csi.queue_size", default: config.clientState.queueSize)
+        var contact = config.contactInfo
+        for (key, path) in [
+            ("abuse", \ContactInfo.abuse), ("admin", \.admin), ("feedback", \.feedback), ("sales", \.sales),
+            ("security", \.security), ("support", \.support),
+        ] {
+            let addresses = try values.stringList("contact_info.\(key)", default: contact[keyPath: path])
+            // XEP-0157 §3 wants URIs; a bare address would be published as is and be useless.
+            if let bad = addresses.first(where: { !$0.contains(":") }) {
+                throw values.error("contact_info.\(key)", "expected URIs such as mailto:… or xmpp:…, got \"\(bad)\"")
+            }
+            contact[keyPath: path] = addresses
+        }
+        config.contactInfo = contact
+        config.turn.host = values.optionalString("turn.host")
+        config.turn.port = try values.int("turn.port", default: config.turn.port, in: 1...65535, expected: "a port number from 1 to 65535")
+        config.turn.secret = values.optionalString("turn.secret")
+        config.turn.ttl = try values.seconds("turn.ttl", default: config.turn.ttl)
+        config.turn.tcp = try values.bool("turn.tcp", default: config.turn.tcp)
+        config.turn.tlsPort = try values.port("turn.tls_port", default: config.turn.tlsPort, zeroMeans: "none")
+        if config.turn.host == nil, config.turn.secret != nil {
+            throw values.error("turn.secret", "is set but turn.host is not")
+        }
     }
 
     private static func readLimits(_ values: ConfigurationValues, into limits: inout Limits) throws(ConfigurationError) {

@@ -28,6 +28,9 @@ public struct ServerConfiguration: Sendable, Hashable {
     public var metrics = Metrics()
     public var storage = Storage()
     public var pep = PEP()
+    public var clientState = ClientState()
+    public var contactInfo = ContactInfo()
+    public var turn = TURN()
 
     public init() {}
 
@@ -161,6 +164,9 @@ public struct ServerConfiguration: Sendable, Hashable {
         public var maxPerAccount = 0
         /// A new session of an account ends all its other sessions.
         public var singleDevice = false
+        /// How often the server looks for accounts deleted or changed by another process
+        /// (`parleyd deluser`). Code only, for tests that need to act before it looks.
+        public var accountChangePollInterval: Duration = .seconds(1)
         public init() {}
     }
 
@@ -214,6 +220,45 @@ public struct ServerConfiguration: Sendable, Hashable {
 
         public var backend = Backend.sqlite
         public var sqlite = SQLite()
+        public init() {}
+    }
+}
+
+extension ServerConfiguration {
+    /// XEP-0352 client state indication (`csi`).
+    public struct ClientState: Sendable, Hashable {
+        /// Stanzas held back for an inactive client before all of them are sent anyway.
+        public var queueSize = 256
+        public init() {}
+    }
+
+    /// XEP-0157 contact addresses (`contact_info`), as URIs (`mailto:`, `xmpp:`, `https:`).
+    public struct ContactInfo: Sendable, Hashable {
+        public var abuse: [String] = []
+        public var admin: [String] = []
+        public var feedback: [String] = []
+        public var sales: [String] = []
+        public var security: [String] = []
+        public var support: [String] = []
+        public init() {}
+
+        public var isEmpty: Bool { [abuse, admin, feedback, sales, security, support].allSatisfy(\.isEmpty) }
+    }
+
+    /// A STUN/TURN server announced through XEP-0215 (`turn`), with credentials made the way
+    /// coturn's REST API (`use-auth-secret`) checks them.
+    public struct TURN: Sendable, Hashable {
+        /// nil: no service is announced.
+        public var host: String?
+        public var port = 3478
+        /// coturn's `static-auth-secret`; nil announces STUN only.
+        public var secret: String?
+        /// How long the credentials handed out stay valid.
+        public var ttl: Duration = .seconds(86_400)
+        /// Also announce TURN over TCP on `port`.
+        public var tcp = false
+        /// TURN over TLS (`turns`) on this port; 0 for none.
+        public var tlsPort = 0
         public init() {}
     }
 }

@@ -64,10 +64,10 @@ public final class OfflineModule: ServerModule, Sendable {
         else { return nil }
         var stamped = message
         stamped.removeChildren { $0.name == "delay" && $0.namespace == XMLNamespace.delay }
+        // Empty, as Prosody sends it: the XEP-0203 text is a human-readable reason that
+        // clients show verbatim, and "where it waited" tells a user nothing.
         stamped.append(
-            XMLElement(
-                "delay", namespace: XMLNamespace.delay, ["from": domain.description, "stamp": Self.timestamp(Date())],
-                text: "Offline Storage"))
+            XMLElement("delay", namespace: XMLNamespace.delay, ["from": domain.description, "stamp": Self.timestamp(Date())]))
         // Enqueued here, synchronously, so messages are stored in the order they were routed.
         let stored = sender?.eventLoop.makePromise(of: Void.self)
         writer.enqueue(user: username, stanza: StoredStanza.serialize(stamped)) { [self, logger] result in

@@ -45,10 +45,13 @@ extension PresenceModule {
         let outcome = try await transition(of: ownerName, toward: from, pendingStanza: request == .subscribe ? message : nil) {
             SubscriptionStateMachine.inbound(request, $0)
         }
-        if let change = outcome.change { pusher.push(change.element, version: change.version, to: owner) }
+        // The stanza before the roster push, as Prosody sends them: a client that shows
+        // "bob accepted your request" from the presence finds the item already pushed in
+        // the right state otherwise, and then has nothing to attach the news to.
         if outcome.result.forward {
             for session in sessions.sessions(of: owner) where session.isAvailable { session.deliver(message) }
         }
+        if let change = outcome.change { pusher.push(change.element, version: change.version, to: owner) }
         if request == .unsubscribe, outcome.before.hasFrom, !outcome.result.state.hasFrom {
             withdrawPresence(of: owner, from: from)
         }

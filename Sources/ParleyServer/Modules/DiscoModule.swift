@@ -8,8 +8,25 @@ public final class DiscoModule: ServerModule {
     public static let itemsNamespace = XMLNamespace.discoItems
 
     private let serverName: String
-    private let features = NIOLockedValueBox([IQTarget: [String]]())
+    private let info = NIOLockedValueBox([IQTarget: Info]())
+    private let capabilities = NIOLockedValueBox(ServerCapabilities(identities: [], features: [], forms: []))
     private let accountExtension = NIOLockedValueBox<AccountDiscoExtension?>(nil)
+
+    /// What disco#info says about one target, fixed once every module has registered.
+    struct Info: Sendable {
+        var identities: [DiscoIdentity] = []
+        var features: [String] = []
+        var forms: [XMLElement] = []
+
+        func query(node: String?) -> XMLElement {
+            var query = XMLElement("query", namespace: DiscoModule.infoNamespace)
+            if let node { query[attribute: "node"] = node }
+            for identity in identities { query.append(identity.element) }
+            for feature in features { query.append(XMLElement("feature", ["var": feature])) }
+            for form in forms { query.append(form) }
+            return query
+        }
+    }
 
     public init(serverName: String = "Parley") {
         self.serverName = serverName
@@ -28,10 +45,19 @@ public final class DiscoModule: ServerModule {
 
     /// Called once every module has registered.
     public func publish(from registry: ModuleRegistry) {
-        features.withLockedValue {
-            $0[.server] = registry.advertisedFeatures(for: .server)
-            $0[.account] = registry.advertisedFeatures(for: .account)
+        let own: [IQTarget: DiscoIdentity] = [
+            .server: DiscoIdentity(category: "server", type: "im", name: serverName),
+            .account: DiscoIdentity(category: "account", type: "registered"),
+        ]
+        let server = info.withLockedValue {
+            for target in [IQTarget.server, .account] {
+                $0[target] = Info(
+                    identities: [own[target]!] + (registry.identities[target] ?? []),
+                    features: registry.advertisedFeatures(for: target), forms: registry.infoForms[target] ?? [])
+            }
+            return $0[.server]!
         }
+        capabilities.withLockedValue { $0 = ServerCapabilities(info: server.query(node: nil)) }
     }
 
     /// Lets another module (PEP) add to what accounts show, to requesters it chooses.
@@ -39,9 +65,16 @@ public final class DiscoModule: ServerModule {
         self.accountExtension.withLockedValue { $0 = accountExtension }
     }
 
+    /// The server's XEP-0115 capabilities, computed from exactly what disco#info answers.
+    public var serverCapabilities: ServerCapabilities {
+        capabilities.withLockedValue { $0 }
+    }
+
     private func answerInfo(_ request: IQRequest, target: IQTarget, _ responder: IQResponder) {
-        if request.payload[attribute: "node"] != nil {
-            return responder.error(StanzaError(.itemNotFound, text: "This entity has no disco nodes."))
+        let node = request.payload[attribute: "node"]
+        // XEP-0115 §6.2: the node#ver the server announced names its own information.
+        if let node, !(target == .server && node == serverCapabilities.nodeVer) {
+            return responder.error(StanzaError(.itemNotFound, text: "This entity has no disco node '\(node)'."))
         }
         if target == .account, let accountExtension = accountExtension.withLockedValue({ $0 }) {
             return answerExtendedInfo(request, accountExtension, responder)
@@ -51,16 +84,7 @@ public final class DiscoModule: ServerModule {
         if target == .account, !request.isToOwnAccount {
             return responder.error(StanzaError(.serviceUnavailable))
         }
-        var query = XMLElement("query", namespace: Self.infoNamespace)
-        if target == .server {
-            query.append(XMLElement("identity", ["category": "server", "type": "im", "name": serverName]))
-        } else {
-            query.append(XMLElement("identity", ["category": "account", "type": "registered"]))
-        }
-        for feature in features.withLockedValue({ $0[target] ?? [] }) {
-            query.append(XMLElement("feature", ["var": feature]))
-        }
-        responder.result(query)
+        responder.result(info.withLockedValue { $0[target] ?? Info() }.query(node: node))
     }
 
     private func answerItems(_ request: IQRequest, _ responder: IQResponder) {
@@ -86,16 +110,19 @@ extension DiscoModule {
     /// An account's disco#info with what the extension adds: the owner sees everything,
     /// someone the extension admits sees the account and the extension's part only.
     private func answerExtendedInfo(_ request: IQRequest, _ accountExtension: AccountDiscoExtension, _ responder: IQResponder) {
-        let ownFeatures = request.isToOwnAccount ? features.withLockedValue { $0[.account] ?? [] } : []
+        let account = info.withLockedValue { $0[.account] ?? Info() }
         Task {
             let extra = await accountExtension.info(request.from, request.to)
             guard request.isToOwnAccount || extra != nil else { return responder.error(StanzaError(.serviceUnavailable)) }
             var query = XMLElement("query", namespace: Self.infoNamespace)
-            query.append(XMLElement("identity", ["category": "account", "type": "registered"]))
+            let identities = request.isToOwnAccount ? account.identities : Array(account.identities.prefix(1))
+            for identity in identities { query.append(identity.element) }
             for identity in extra?.identities ?? [] { query.append(identity) }
+            let ownFeatures = request.isToOwnAccount ? account.features : []
             for feature in Set(ownFeatures + (extra?.features ?? [])).sorted() {
                 query.append(XMLElement("feature", ["var": feature]))
             }
+            if request.isToOwnAccount { for form in account.forms { query.append(form) } }
             responder.result(query)
         }
     }

@@ -88,6 +88,8 @@ public struct ModuleRegistry: Sendable {
 
     private(set) var handlers: [IQTarget: [IQKey: IQHandler]] = [:]
     private(set) var features: [IQTarget: Set<String>] = [:]
+    private(set) var identities: [IQTarget: [DiscoIdentity]] = [:]
+    private(set) var infoForms: [IQTarget: [XMLElement]] = [:]
     public private(set) var streamFeatures: [XMLElement] = []
     private(set) var presenceHandler: PresenceHandler?
     private(set) var undeliverableMessageHandler: UndeliverableMessageHandler?
@@ -152,6 +154,17 @@ public struct ModuleRegistry: Sendable {
     /// A feature that is not an iq namespace, such as `urn:xmpp:ping` answered by both sides.
     public mutating func advertise(_ feature: String, for target: IQTarget = .server) {
         features[target, default: []].insert(feature)
+    }
+
+    /// An identity disco#info lists besides the target's own (`server/im`, `account/registered`).
+    public mutating func advertiseIdentity(_ identity: DiscoIdentity, for target: IQTarget = .server) {
+        identities[target, default: []].append(identity)
+    }
+
+    /// An XEP-0128 extended information form (`<x xmlns='jabber:x:data' type='result'>` with
+    /// a hidden FORM_TYPE) that disco#info carries, such as XEP-0157's serverinfo.
+    public mutating func advertiseInfoForm(_ form: XMLElement, for target: IQTarget = .server) {
+        infoForms[target, default: []].append(form)
     }
 
     public func handler(for stanza: XMLElement, kind: IQKind, payload: XMLElement, target: IQTarget) -> IQHandler? {

@@ -8,6 +8,10 @@ public final class SessionHandle: Sendable, Hashable, CustomStringConvertible {
     public let jid: JID
     public let id: UInt64
     public let remoteAddress: String
+    /// The id of the account that authenticated (`AccountRecord.id`): an account deleted and
+    /// re-created under the same name is another account, and ending the old one's sessions
+    /// must spare the new one's.
+    public let accountID: Int64?
     let eventLoop: any EventLoop
     /// Completes when the session has ended for good: its connection closed, or, for a
     /// resumable session (XEP-0198), it was not resumed in time or was ended some other way.
@@ -16,9 +20,10 @@ public final class SessionHandle: Sendable, Hashable, CustomStringConvertible {
     private let sink: @Sendable (SessionDelivery) -> Void
 
     init(
-        jid: JID, id: UInt64, remoteAddress: String, eventLoop: any EventLoop,
+        jid: JID, id: UInt64, remoteAddress: String, accountID: Int64? = nil, eventLoop: any EventLoop,
         closeFuture: EventLoopFuture<Void>, sink: @escaping @Sendable (SessionDelivery) -> Void
     ) {
+        self.accountID = accountID
         self.closeFuture = closeFuture
         self.jid = jid
         self.id = id
@@ -67,6 +72,10 @@ enum SessionDelivery: Sendable {
     case stanza(XMLElement)
     case confirmed(XMLElement, EventLoopPromise<Void>)
     case terminate(StreamError)
+
+    var isTermination: Bool {
+        if case .terminate = self { true } else { false }
+    }
 }
 
 /// What the server keeps about a session's presence (RFC 6121 §4) and what it asked for.

@@ -22,12 +22,18 @@ struct AccountChangeWatcher: Sendable {
         }
         while !Task.isCancelled {
             try? await Task.sleep(for: interval)
-            guard let changes = try? await feed.changes(after: last) else { continue }
-            for change in changes {
-                last = max(last, change.id)
-                apply(change)
-            }
+            if let newest = try? await poll(after: last) { last = newest }
         }
+    }
+
+    /// Applies every change recorded after `cursor`; returns the id of the last one seen.
+    func poll(after cursor: Int64) async throws -> Int64 {
+        var last = cursor
+        for change in try await feed.changes(after: cursor) {
+            last = max(last, change.id)
+            apply(change)
+        }
+        return last
     }
 
     private func apply(_ change: AccountChange) {
@@ -41,7 +47,13 @@ struct AccountChangeWatcher: Sendable {
         case .passwordChanged:
             return
         }
-        let online = sessions.sessions(of: bare)
+        // The username may already name a new account (deleted and re-created before this
+        // poll): only sessions of the account the change names end. A change without an id
+        // (recorded before ids were kept) or a session without one ends as before.
+        let online = sessions.sessions(of: bare).filter { session in
+            guard let changed = change.accountID, let own = session.accountID else { return true }
+            return changed == own
+        }
         if !online.isEmpty {
             logger.info("ending sessions after account change", metadata: ["jid": "\(bare)", "change": "\(change.kind.rawValue)"])
         }

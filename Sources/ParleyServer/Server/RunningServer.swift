@@ -129,6 +129,7 @@ public final class RunningServer: Sendable {
             disco.extendAccounts(with: service.discoExtension)
             pep = service
         }
+        modules += [ContactAddressesModule(configuration.contactInfo), ExternalServicesModule(configuration.turn)]
         var registry = ModuleRegistry()
         for module in modules { try module.register(in: &registry) }
         disco.publish(from: registry)
@@ -140,7 +141,8 @@ public final class RunningServer: Sendable {
             policy: policy, sessions: sessions, router: router, accounts: storage, registration: registration, tls: tls,
             connectionLimiter: ConnectionLimiter(perAddress: limits.connectionsPerIP, total: limits.maxConnections),
             authFailures: AuthFailureLimiter(maxFailures: limits.authFailuresPerIP, window: TimeAmount(limits.authFailureWindow)),
-            metrics: metrics, events: events, streamFeatures: registry.streamFeatures, logger: logger,
+            metrics: metrics, events: events, streamFeatures: registry.streamFeatures + [disco.serverCapabilities.streamFeature],
+            logger: logger,
             archive: configuration.archive.enabled ? archive : nil)
 
         let tracker = ConnectionTracker()
@@ -181,7 +183,8 @@ public final class RunningServer: Sendable {
             metricsAddress = endpoint.localAddress
         }
 
-        let watcher = AccountChangeWatcher(feed: storage, sessions: sessions, domain: domain, logger: logger, interval: .seconds(1))
+        let watcher = AccountChangeWatcher(feed: storage, sessions: sessions, domain: domain, logger: logger,
+            interval: configuration.sessions.accountChangePollInterval)
         let authFailures = context.authFailures
         let retentionDays = configuration.archive.retentionDays
         let background = [
@@ -288,6 +291,7 @@ extension C2SPolicy {
         onSameResource = configuration.sessions.onSameResource == .reject ? .reject : .replace
         maxSessionsPerAccount = configuration.sessions.maxPerAccount
         singleDevice = configuration.sessions.singleDevice
+        clientStateQueueSize = configuration.clientState.queueSize
         if configuration.streamManagement.enabled {
             streamManagement = StreamManagement(
                 resumeTimeout: TimeAmount(configuration.streamManagement.resumeTimeout),

@@ -27,6 +27,8 @@ public struct C2SPolicy: Sendable {
     public var singleDevice = false
     /// Time allowed for replaced sessions to end before a new bind completes anyway.
     public var replacementTimeout: TimeAmount = .seconds(5)
+    /// XEP-0352: stanzas held for an inactive client before they are all sent anyway.
+    public var clientStateQueueSize = 256
     /// XEP-0198, when offered.
     public var streamManagement: StreamManagement?
 

@@ -84,6 +84,7 @@ extension C2SSessionHandler {
         cancelUnauthenticatedTimer()
         boundSession = session
         phase = .bound(handle)
+        if clientInactive { applyClientState(active: false, session: session) }
         server.events.publish(.sessionBound(handle))
         sessionStart = .now()
         server.metrics.sessionsAuthenticated.increment()
@@ -99,7 +100,8 @@ extension C2SSessionHandler {
     private func makeHandle(jid: JID, user: String, context: ChannelHandlerContext) -> (SessionHandle, BoundSession) {
         let session = BoundSession(server: server, user: user, attachment: attachment(context))
         let handle = SessionHandle(
-            jid: jid, id: server.makeSessionID(), remoteAddress: remoteAddress, eventLoop: context.eventLoop,
+            jid: jid, id: server.makeSessionID(), remoteAddress: remoteAddress, accountID: authenticatedAccountID,
+            eventLoop: context.eventLoop,
             closeFuture: session.endedFuture
         ) { delivery in
             session.dispatch(delivery)
@@ -130,7 +132,12 @@ extension C2SSessionHandler {
             session.dispatch(delivery)
         case .overflow:
             fail(StreamError(.resourceConstraint, text: "Too many stanzas were left unacknowledged."))
-        case .send(let managed):
+        case .heldWhileInactive:
+            return
+        case .flushHeld(let stanzas, let managed):
+            sendHeld(stanzas, managed: managed)
+        case .send(let managed, let heldFirst):
+            sendHeld(heldFirst, managed: managed)
             switch delivery {
             case .stanza(let stanza):
                 sendSoon(stanza)

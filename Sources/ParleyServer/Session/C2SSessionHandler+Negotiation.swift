@@ -84,6 +84,7 @@ extension C2SSessionHandler {
         var session = XMLElement("session", namespace: XMLNamespace.session)
         session.append(XMLElement("optional"))
         features.append(session)
+        features.append(Self.clientStateFeature)
         for feature in server.streamFeatures { features.append(feature) }
         return features
     }

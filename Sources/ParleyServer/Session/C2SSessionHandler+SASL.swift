@@ -63,7 +63,7 @@ extension C2SSessionHandler {
             do {
                 let outcome = try scram.receiveClientFinal(data)
                 try checkAuthzid(outcome.authzid, username: outcome.username)
-                authenticationSucceeded(username: outcome.username, additionalData: outcome.serverFinal)
+                authenticationSucceeded(username: outcome.username, accountID: scramAccountID, additionalData: outcome.serverFinal)
             } catch {
                 authenticationFailed(error)
             }
@@ -94,6 +94,7 @@ extension C2SSessionHandler {
                     let credentials = AccountCredentials.credentials(for: scram.hash, in: record)
                 {
                     challenge = try scram.serverFirst(credentials: credentials)
+                    scramAccountID = record.id
                 } else if case .failure(let error) = result {
                     logger.error("account lookup failed", metadata: ["error": "\(error)"])
                     return authenticationFailed(SASLFailure(.temporaryAuthFailure))
@@ -127,7 +128,7 @@ extension C2SSessionHandler {
         let secret = server.unknownUserSecret
         let iterations = server.policy.scramIterations
         // PBKDF2 runs here, off the event loop, with the stored salt and iteration count.
-        suspend({ () async throws -> Bool in
+        suspend({ () async throws -> Int64?? in
             guard let record = try await accounts.account(username: username),
                 let credentials = AccountCredentials.credentials(for: .sha256, in: record)
                     ?? AccountCredentials.credentials(for: .sha1, in: record)
@@ -137,18 +138,18 @@ extension C2SSessionHandler {
                 let standIn = try SCRAMCredentials.unknownUser(
                     username: username, serverSecret: secret, iterations: iterations, hash: .sha256)
                 _ = try? plain.verify(against: standIn)
-                return false
+                return nil
             }
             do {
                 try plain.verify(against: credentials)
-                return true
+                return .some(record.id)
             } catch {
-                return false
+                return nil
             }
         }) { [self] result in
             switch result {
-            case .success(true): authenticationSucceeded(username: username, additionalData: nil)
-            case .success(false): authenticationFailed(SASLFailure(.notAuthorized))
+            case .success(.some(let accountID)): authenticationSucceeded(username: username, accountID: accountID, additionalData: nil)
+            case .success(.none): authenticationFailed(SASLFailure(.notAuthorized))
             case .failure: authenticationFailed(SASLFailure(.temporaryAuthFailure))
             }
         }
@@ -164,8 +165,9 @@ extension C2SSessionHandler {
         }
     }
 
-    private func authenticationSucceeded(username: String, additionalData: [UInt8]?) {
+    private func authenticationSucceeded(username: String, accountID: Int64?, additionalData: [UInt8]?) {
         guard let context else { return }
+        authenticatedAccountID = accountID
         server.authFailures.recordSuccess(for: remoteAddress)
         server.metrics.authSuccesses.increment()
         authenticatedUser = username

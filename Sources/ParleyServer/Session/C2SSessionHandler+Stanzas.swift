@@ -10,6 +10,7 @@ extension C2SSessionHandler {
         }
         // XEP-0198 counts it; a connection whose session was resumed elsewhere is ignored.
         if let session = boundSession, !session.countInbound(by: ObjectIdentifier(self)) { return }
+        clientIsAwake()
         server.metrics.stanzaIn(element.name)
         shapeRate()
         var stanza = element

@@ -147,6 +147,8 @@ extension C2SSessionHandler {
             cancelUnauthenticatedTimer()
             boundSession = session
             phase = .bound(handle)
+            // A new connection starts out active, resumed or not; the client may have said otherwise first.
+            if clientInactive { applyClientState(active: false, session: session) }
             logger.info("session resumed", metadata: ["resent": "\(resend.count)", "secure": "\(isSecure)"])
             // A connection the client gave up on but we had not noticed yet is closed.
             previous?.run { $0.fail(StreamError(.conflict, text: "The session was resumed on another connection.")) }

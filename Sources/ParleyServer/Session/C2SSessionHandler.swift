@@ -45,6 +45,10 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     var isSecure: Bool
     /// The localpart that authenticated, once SASL succeeded.
     var authenticatedUser: String?
+    /// The id of that user's account, as looked up for the authentication.
+    var authenticatedAccountID: Int64?
+    /// The id of the account looked up for a SCRAM exchange still in progress.
+    var scramAccountID: Int64?
     /// The id of the stream this side opened; empty until its header is sent, and again
     /// after each restart (STARTTLS, SASL), so an error before the new header opens one.
     var streamID = ""
@@ -77,6 +81,8 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     var pendingSession: BoundSession?
     /// XEP-0198: stanzas sent since the server last asked for an acknowledgement.
     var unackedSinceRequest = 0
+    /// XEP-0352: the client's last word was `<inactive/>`.
+    var clientInactive = false
     var ackRequestTimer: Scheduled<Void>?
 
     init(server: ServerContext, remoteAddress: String, directTLS: Bool) {
@@ -228,6 +234,7 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
             continueAuthentication(exchange, with: element)
         case .awaitingBind:
             if isStreamManagement(element) { return streamManagementBeforeBind(element) }
+            if isClientState(element) { return clientState(element) }
             bindOrRefuse(element)
         case .bound(let handle):
             if !pendingDurability.isEmpty, !(element.name == "message" && element.namespace == XMLNamespace.client) {
@@ -237,6 +244,7 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
                 return waitForDurability()
             }
             if isStreamManagement(element), let session = boundSession { return streamManagement(element, session: session) }
+            if isClientState(element) { return clientState(element) }
             if element.name == "message", let user = handle.jid.localpart, let preparation = server.router.modules.messagePreparer?(element, user) {
                 // Before it is counted: handled again, in order, once the state is loaded.
                 suspendedEvents.pushFront(.stanza(element))

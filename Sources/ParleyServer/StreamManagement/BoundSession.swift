@@ -57,6 +57,9 @@ final class BoundSession: Sendable {
         var ending = false
         var ended = false
         var held: [SessionDelivery] = []
+        /// XEP-0352: the client said `<inactive/>`; stanzas that can wait are held back.
+        var inactive = false
+        var waiting = ClientStateQueue()
         var detachTimer: Scheduled<Void>?
         var detachGeneration = 0
     }
@@ -202,9 +205,14 @@ final class BoundSession: Sendable {
     }
 
     enum Recorded {
-        /// Write it; `managed` if XEP-0198 counts it (an offline delivery's promise then
-        /// waits for the acknowledgement, not the write).
-        case send(managed: Bool)
+        /// Write `heldFirst` (XEP-0352: what waited while the client was inactive), then
+        /// the delivery; `managed` if XEP-0198 counts them (an offline delivery's promise
+        /// then waits for the acknowledgement, not the write).
+        case send(managed: Bool, heldFirst: [XMLElement] = [])
+        /// Held back for an inactive client (XEP-0352): not written, not counted.
+        case heldWhileInactive
+        /// Held, and the held queue was full: write all of it (the delivery included).
+        case flushHeld([XMLElement], managed: Bool)
         /// The handler no longer holds the session: dispatch again.
         case notAttached
         /// The session ended: hand the delivery on.
@@ -218,7 +226,22 @@ final class BoundSession: Sendable {
         state.withLockedValue { state in
             if state.ended { return .ended }
             guard !state.ending, state.attachment?.id == handler else { return .notAttached }
-            guard state.management != nil else { return .send(managed: false) }
+            var heldFirst: [XMLElement] = []
+            if state.inactive, case .stanza(let stanza) = delivery, !ClientStateQueue.isImportant(stanza) {
+                state.waiting.hold(stanza)
+                guard state.waiting.count > server.policy.clientStateQueueSize else { return .heldWhileInactive }
+                let all = state.waiting.drain()
+                return Self.recordSent(all, in: &state) ? .flushHeld(all, managed: state.management != nil) : .overflow
+            }
+            if !state.waiting.isEmpty, !(delivery.isTermination) {
+                // Whatever is important goes out now, but after what waited, as Prosody's
+                // mod_csi_simple does: holding back must never reorder a conversation (a
+                // body after the chat state that preceded it, presence before a message that
+                // assumes it).
+                heldFirst = state.waiting.drain()
+                guard Self.recordSent(heldFirst, in: &state) else { return .overflow }
+            }
+            guard state.management != nil else { return .send(managed: false, heldFirst: heldFirst) }
             switch delivery {
             case .stanza(let stanza):
                 state.management!.queue.append(Unacked(stanza: stanza))
@@ -227,8 +250,44 @@ final class BoundSession: Sendable {
             case .terminate:
                 return .send(managed: false)
             }
-            return state.management!.queue.count > state.management!.maxUnacked ? .overflow : .send(managed: true)
+            return state.management!.queue.count > state.management!.maxUnacked ? .overflow : .send(managed: true, heldFirst: heldFirst)
         }
+    }
+
+    /// Counts stanzas about to be written (XEP-0198); false if that leaves too many unacknowledged.
+    private static func recordSent(_ stanzas: [XMLElement], in state: inout State) -> Bool {
+        guard state.management != nil else { return true }
+        for stanza in stanzas { state.management!.queue.append(Unacked(stanza: stanza)) }
+        return state.management!.queue.count <= state.management!.maxUnacked
+    }
+
+    // MARK: XEP-0352
+
+    enum ClientStateChange {
+        case notAttached
+        /// Write these (held while inactive), oldest first; `managed` if XEP-0198 counts them.
+        case flush([XMLElement], managed: Bool)
+        case overflow
+    }
+
+    /// `<inactive/>` (`active` false), `<active/>`, or, with `active` nil, any other stanza
+    /// from the client: it is awake, so what waited goes out, but the state stays.
+    func clientState(active: Bool?, by handler: ObjectIdentifier) -> ClientStateChange {
+        state.withLockedValue { state in
+            guard !state.ending, state.attachment?.id == handler else { return .notAttached }
+            if let active { state.inactive = !active }
+            if active == false || state.waiting.isEmpty { return .flush([], managed: false) }
+            let held = state.waiting.drain()
+            return Self.recordSent(held, in: &state) ? .flush(held, managed: state.management != nil) : .overflow
+        }
+    }
+
+    /// The connection is gone (detached or resumed elsewhere): what waited joins the
+    /// stanzas to resend, and the next connection starts out active, as any new stream does.
+    private static func requeueWaiting(in state: inout State) {
+        state.inactive = false
+        guard state.management != nil, !state.waiting.isEmpty else { return }
+        for stanza in state.waiting.drain() { state.management!.queue.append(Unacked(stanza: stanza)) }
     }
 
     // MARK: Connections
@@ -241,6 +300,7 @@ final class BoundSession: Sendable {
         state.withLockedValue { state in
             guard !state.ending, state.attachment?.id == handler else { return .notAttached }
             state.attachment = nil
+            Self.requeueWaiting(in: &state)
             guard detach, let management = state.management, management.resumptionID != nil,
                 management.resumeTimeout > .zero, let handle = state.handle
             else { return .ending }
@@ -289,6 +349,7 @@ final class BoundSession: Sendable {
             state.detachTimer?.cancel()
             state.detachTimer = nil
             state.detachGeneration += 1
+            Self.requeueWaiting(in: &state)
             let previous = state.attachment
             state.attachment = attachment
             let management = state.management!
@@ -313,13 +374,13 @@ final class BoundSession: Sendable {
         }
         guard let handle = claimed else { return }
         server.sessions.unbind(handle)
-        let (management, held): (Management?, [SessionDelivery]) = state.withLockedValue { state in
+        let (management, waiting, held): (Management?, [XMLElement], [SessionDelivery]) = state.withLockedValue { state in
             state.ended = true
             state.handle = nil
             let management = state.management
             state.management?.queue = UnackedQueue()
             defer { state.held = [] }
-            return (management, state.held)
+            return (management, state.waiting.drain(), state.held)
         }
         if let id = management?.resumptionID {
             server.resumption.remove(
@@ -337,6 +398,8 @@ final class BoundSession: Sendable {
                 handOn(.stanza(item.stanza), account: handle.jid.bare)
             }
         }
+        // Never sent, so after what was: messages held for an inactive client (XEP-0352).
+        for stanza in waiting { handOn(.stanza(stanza), account: handle.jid.bare) }
         for delivery in held { handOn(delivery, account: handle.jid.bare) }
         let seconds = (NIODeadline.now() - start).nanoseconds / 1_000_000_000
         server.logger.info(

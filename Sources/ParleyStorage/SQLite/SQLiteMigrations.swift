@@ -14,6 +14,7 @@ enum SQLiteMigrations {
         migrator.registerMigration("v5", migrate: v5)
         migrator.registerMigration("v6_pep", migrate: v6PEP)
         migrator.registerMigration("v7_profile", migrate: v7Profile)
+        migrator.registerMigration("v8_account_identity", migrate: v8AccountIdentity)
         return migrator
     }
 
@@ -226,5 +227,13 @@ enum SQLiteMigrations {
                     status TEXT
                 );
                 """)
+    }
+
+    /// Which account a change was made to, by its id: a username can belong to a new account
+    /// by the time a reader sees the deletion of the old one, and only the id (AUTOINCREMENT,
+    /// never reused) tells them apart. No foreign key: a deletion names a row that is gone.
+    /// Rows recorded before have none, and readers treat them as naming the username.
+    private static func v8AccountIdentity(_ db: Database) throws {
+        try db.execute(sql: "ALTER TABLE account_changes ADD COLUMN account_id INTEGER")
     }
 }

@@ -18,7 +18,7 @@ extension SQLiteStorage: AccountChangeFeed {
         try await pool.read { db in
             try Row.fetchAll(
                 db,
-                sql: "SELECT id, username, kind, origin, at FROM account_changes WHERE id > ? ORDER BY id",
+                sql: "SELECT id, username, account_id, kind, origin, at FROM account_changes WHERE id > ? ORDER BY id",
                 arguments: [id]
             ).map { row in
                 let kindName: String = row["kind"]
@@ -31,7 +31,8 @@ extension SQLiteStorage: AccountChangeFeed {
                         "account_changes row \(row["id"] as Int64) has kind '\(kindName)', origin '\(originName)'")
                 }
                 return AccountChange(
-                    id: row["id"], username: row["username"], kind: kind, origin: origin, at: row["at"])
+                    id: row["id"], username: row["username"], accountID: row["account_id"], kind: kind, origin: origin,
+                    at: row["at"])
             }
         }
     }
@@ -46,11 +47,11 @@ extension SQLiteStorage: AccountChangeFeed {
 
     /// Written inside the transaction that makes the change, so a reader sees both or neither.
     static func recordChange(
-        _ kind: AccountChange.Kind, of username: String, origin: AccountChange.Origin, at date: Date,
+        _ kind: AccountChange.Kind, of username: String, accountID: Int64, origin: AccountChange.Origin, at date: Date,
         in db: Database
     ) throws {
         try db.execute(
-            sql: "INSERT INTO account_changes (username, kind, origin, at) VALUES (?, ?, ?, ?)",
-            arguments: [username, kind.rawValue, origin.rawValue, date])
+            sql: "INSERT INTO account_changes (username, account_id, kind, origin, at) VALUES (?, ?, ?, ?, ?)",
+            arguments: [username, accountID, kind.rawValue, origin.rawValue, date])
     }
 }

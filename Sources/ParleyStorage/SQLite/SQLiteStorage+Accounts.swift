@@ -22,7 +22,7 @@ extension SQLiteStorage: AccountStore {
         try await pool.read { db in
             let statement = try db.cachedStatement(
                 sql: """
-                    SELECT a.created_at, k.hash_name, k.salt, k.iterations, k.stored_key, k.server_key
+                    SELECT a.id, a.created_at, k.hash_name, k.salt, k.iterations, k.stored_key, k.server_key
                     FROM accounts a LEFT JOIN account_keys k ON k.account_id = a.id
                     WHERE a.username = ? ORDER BY k.hash_name
                     """)
@@ -35,7 +35,7 @@ extension SQLiteStorage: AccountStore {
                     iterations: key["iterations"], storedKey: [UInt8](key["stored_key"] as Data),
                     serverKey: [UInt8](key["server_key"] as Data))
             }
-            return AccountRecord(username: username, keys: keys, createdAt: first["created_at"])
+            return AccountRecord(username: username, keys: keys, createdAt: first["created_at"], id: first["id"])
         }
     }
 
@@ -49,7 +49,7 @@ extension SQLiteStorage: AccountStore {
             else { throw StorageError.accountNotFound(username: username) }
             try db.execute(sql: "DELETE FROM account_keys WHERE account_id = ?", arguments: [accountID])
             try Self.insert(keys, accountID: accountID, in: db)
-            try Self.recordChange(.passwordChanged, of: username, origin: origin, at: now, in: db)
+            try Self.recordChange(.passwordChanged, of: username, accountID: accountID, origin: origin, at: now, in: db)
         }
     }
 
@@ -57,10 +57,13 @@ extension SQLiteStorage: AccountStore {
     public func deleteAccount(username: String, origin: AccountChange.Origin) async throws -> Bool {
         let now = Date()
         return try await pool.write { db in
+            guard
+                let accountID = try Int64.fetchOne(
+                    db, sql: "SELECT id FROM accounts WHERE username = ?", arguments: [username])
+            else { return false }
             // Keys (and later rosters, offline messages, …) go with it through ON DELETE CASCADE.
-            try db.execute(sql: "DELETE FROM accounts WHERE username = ?", arguments: [username])
-            guard db.changesCount == 1 else { return false }
-            try Self.recordChange(.deleted, of: username, origin: origin, at: now, in: db)
+            try db.execute(sql: "DELETE FROM accounts WHERE id = ?", arguments: [accountID])
+            try Self.recordChange(.deleted, of: username, accountID: accountID, origin: origin, at: now, in: db)
             return true
         }
     }

@@ -75,8 +75,6 @@ extension SQLiteStorage: ArchiveStore {
                 filter += " AND archived_at <= ?"
                 arguments += [Self.milliseconds(end)]
             }
-            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM archive_messages WHERE \(filter)", arguments: arguments) ?? 0
-
             func position(of stanzaID: String) throws -> Int64 {
                 guard
                     let position = try Int64.fetchOne(
@@ -85,6 +83,20 @@ extension SQLiteStorage: ArchiveStore {
                 else { throw StorageError.itemNotFound("archive id '\(stanzaID)'") }
                 return position
             }
+            if let afterID = query.afterID {
+                filter += " AND id > ?"
+                arguments += [try position(of: afterID)]
+            }
+            if let beforeID = query.beforeID {
+                filter += " AND id < ?"
+                arguments += [try position(of: beforeID)]
+            }
+            if let ids = query.ids {
+                filter += " AND stanza_id IN (\(ids.isEmpty ? "NULL" : Array(repeating: "?", count: ids.count).joined(separator: ", ")))"
+                arguments += StatementArguments(ids)
+            }
+            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM archive_messages WHERE \(filter)", arguments: arguments) ?? 0
+
             var paged = filter
             var pagedArguments = arguments
             if let after = query.after {

@@ -86,8 +86,8 @@ import Testing
             let (reply, pushes) = try await alice.rosterRemove("bob@localhost")
             #expect(reply.type == "result")
             #expect(pushes.allSatisfy { $0.isPush("bob@localhost", subscription: "remove") }, "\(pushes.map { $0.xmlString() })")
-            try await bob.expectPush("alice@localhost", subscription: "none")
             try await bob.expectPresence(from: "alice@localhost", type: "unsubscribed")
+            try await bob.expectPush("alice@localhost", subscription: "none")
             try await server.disconnect("alice", alice)
             try await server.im("alice", "again").expectNothingPending("the request is gone")
         }

@@ -127,8 +127,8 @@ import Testing
             try await alice.expectNothingPending("directed presence to nobody is dropped")
             try await alice.send("<presence to='nobody@localhost' type='subscribe'/>")
             try await alice.expectPush("nobody@localhost", subscription: "none", ask: true)
-            try await alice.expectPush("nobody@localhost", subscription: "none")
             _ = try await alice.expectPresence(from: "nobody@localhost", type: "unsubscribed")
+            try await alice.expectPush("nobody@localhost", subscription: "none")
             try await alice.expectNothingPending()
         }
     }

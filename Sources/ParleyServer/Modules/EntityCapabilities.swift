@@ -3,8 +3,8 @@ import ParleyCore
 /// XEP-0115 entity capabilities: the verification string of a disco#info result (§5.1,
 /// with the extended forms of XEP-0128) and its checks (§5.4). A `ver` whose hash matches
 /// what the client answered can be cached for every client that announces it.
-enum EntityCapabilities {
-    static let namespace = "http://jabber.org/protocol/caps"
+public enum EntityCapabilities {
+    public static let namespace = "http://jabber.org/protocol/caps"
 
     /// What a presence's `<c/>` announces.
     struct Announcement: Sendable, Hashable {

@@ -1,0 +1,87 @@
+import ParleyCore
+
+/// XEP-0352 client state indication: what an inactive client (a phone in a pocket) is not
+/// woken for. Stanzas that can wait are held here, in order, until something it must see
+/// now arrives, the client turns active or sends anything, or the queue is full; then all
+/// of them go out, oldest first, ahead of whatever caused the flush.
+///
+/// Held stanzas are not yet sent: XEP-0198 does not count them, and when the session ends
+/// they are handed on like unacknowledged ones (messages to another resource or offline
+/// storage), never dropped.
+struct ClientStateQueue: Sendable {
+    static let namespace = "urn:xmpp:csi:0"
+    static let chatStates = "http://jabber.org/protocol/chatstates"
+    static let eme = "urn:xmpp:eme:0"
+    static let conference = "jabber:x:conference"
+    static let mucUser = "http://jabber.org/protocol/muc#user"
+    static let jingleMessage = "urn:xmpp:jingle-message:0"
+
+    private var held: [XMLElement?] = []
+    /// Where each contact's (full JID's) latest held presence is in `held`: a newer one
+    /// replaces it, since only the latest says anything.
+    private var presenceIndex: [String: Int] = [:]
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    /// Holds `stanza`; a presence replaces the held one from the same full JID (which
+    /// leaves its place, so the newest sits in arrival order).
+    mutating func hold(_ stanza: XMLElement) {
+        if stanza.name == "presence", let from = stanza.from {
+            if let previous = presenceIndex[from] {
+                held[previous] = nil
+                count -= 1
+            }
+            presenceIndex[from] = held.count
+        }
+        held.append(stanza)
+        count += 1
+    }
+
+    /// Everything held, oldest first; the queue is empty afterwards.
+    mutating func drain() -> [XMLElement] {
+        let stanzas = held.compactMap { $0 }
+        held = []
+        presenceIndex = [:]
+        count = 0
+        return stanzas
+    }
+
+    /// Whether an inactive client must get `stanza` now, the way Prosody's mod_csi_simple
+    /// decides: iq (someone waits for the answer), subscription requests and answers, error
+    /// messages, and messages a person would want to see (a body, a subject, encrypted
+    /// content, an invitation, a call, a copy of what the user sent elsewhere); not presence
+    /// updates, headlines, chat states, receipts and markers. A received carbon is judged by
+    /// the message it carries.
+    static func isImportant(_ stanza: XMLElement) -> Bool {
+        switch stanza.name {
+        case "presence":
+            switch stanza.type {
+            case nil, "unavailable", "error": return false
+            default: return true  // subscribe, subscribed, unsubscribe, unsubscribed, probe
+            }
+        case "message":
+            switch stanza.type {
+            case "headline": return false
+            case "error": return true
+            default: break
+            }
+            // A sent carbon means the user is typing on another device right now: this one
+            // had better be current when they pick it up.
+            if stanza.firstChild("sent", namespace: XMLNamespace.carbons) != nil { return true }
+            var message = stanza
+            if let inner = stanza.firstChild("received", namespace: XMLNamespace.carbons)?
+                .firstChild("forwarded", namespace: XMLNamespace.forward)?.firstChild("message")
+            {
+                message = inner
+            }
+            return message.firstChild("body") != nil || message.firstChild("subject") != nil
+                || message.firstChild("encryption", namespace: eme) != nil
+                || message.firstChild("x", namespace: conference) != nil
+                || message.firstChild("x", namespace: mucUser)?.firstChild("invite") != nil
+                || message.firstChild("propose", namespace: jingleMessage) != nil
+        default:
+            return true
+        }
+    }
+}

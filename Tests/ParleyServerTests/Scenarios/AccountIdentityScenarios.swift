@@ -1,0 +1,57 @@
+import Logging
+import ParleyCore
+@testable import ParleyServer
+import ParleyStorage
+import Testing
+
+/// An account deleted by the administrator (`parleyd deluser`, another process) and created
+/// again under the same name is a new account: the deletion, which the server learns from
+/// the change feed a moment later, ends only the old account's sessions.
+@Suite struct AccountIdentityScenarios {
+    @Test func aDeletionSeenAfterTheNameWasReusedEndsOnlyTheOldAccountsSessions() async throws {
+        // The server's own watcher does not look during the test; the test makes the poll
+        // itself once everything below has happened, as it would when an admin script runs
+        // deluser and adduser and the user logs in again within a second.
+        try await TestServer.with({ $0.sessions.accountChangePollInterval = .seconds(600) }) { server in
+            let storage = server.running.storage
+            let cursor = try await storage.latestChangeID()
+            let old = try await server.login("alice", resource: "old")
+            #expect(try await storage.deleteAccount(username: "alice", origin: .admin))
+            try await server.createAccount("alice", password: "new-password")
+            let new = try await server.login("alice", password: "new-password", resource: "new")
+            #expect(try await old.sync().isEmpty)
+
+            let watcher = AccountChangeWatcher(
+                feed: storage, sessions: server.running.context.sessions, domain: try JID("localhost"),
+                logger: Logger(label: "test"), interval: .seconds(1))
+            #expect(try await watcher.poll(after: cursor) > cursor)
+
+            let error = try await old.expectStreamError(.notAuthorized)
+            #expect(error.text == "Your account was removed.")
+            // The new account's session outlives the deletion it has nothing to do with.
+            try await new.expectSilence(for: .milliseconds(300))
+            let reply = try await new.query("<iq type='get' id='still'><ping xmlns='urn:xmpp:ping'/></iq>", id: "still")
+            #expect(reply.type == "result")
+            let alice = try JID("alice@localhost")
+            #expect(server.running.context.sessions.sessions(of: alice).map(\.jid.resourcepart) == ["new"])
+        }
+    }
+
+    @Test func theChangeFeedNamesTheAccountItChanged() async throws {
+        try await TestServer.with { server in
+            let storage = server.running.storage
+            let start = try await storage.latestChangeID()
+            let first = try #require(try await storage.account(username: "alice")?.id)
+            try await storage.deleteAccount(username: "alice", origin: .admin)
+            try await server.createAccount("alice", password: "again-password")
+            let second = try #require(try await storage.account(username: "alice")?.id)
+            #expect(first != second, "AUTOINCREMENT never hands an id out twice")
+            try await storage.updateKeys(
+                username: "alice", keys: try AccountKeys.derive(password: "changed-password", iterations: 4096), origin: .admin)
+            try await storage.deleteAccount(username: "alice", origin: .admin)
+            let changes = try await storage.changes(after: start)
+            #expect(changes.map(\.accountID) == [first, second, second])
+            #expect(changes.map(\.kind) == [.deleted, .passwordChanged, .deleted])
+        }
+    }
+}
