@@ -2,7 +2,8 @@
 import ParleyCore
 import Testing
 
-/// XEP-0115 §5's own examples: the server's verification string must match them exactly.
+/// XEP-0115 §5's own examples, built the way the server builds its disco#info: its `ver` must
+/// match them exactly.
 @Suite struct ServerCapabilitiesTests {
     static let features = [
         "http://jabber.org/protocol/caps", "http://jabber.org/protocol/disco#info", "http://jabber.org/protocol/disco#items",
@@ -22,7 +23,8 @@ import Testing
             ("FORM_TYPE", ["urn:xmpp:dataforms:softwareinfo"]), ("ip_version", ["ipv6", "ipv4"]), ("os", ["Mac"]),
             ("os_version", ["10.5.1"]), ("software", ["Psi"]), ("software_version", ["0.11"]),
         ] {
-            var field = XMLElement("field", ["var": name])
+            // As in the XEP's example, FORM_TYPE is hidden (§5.4 does not trust a form otherwise).
+            var field = XMLElement("field", name == "FORM_TYPE" ? ["var": name, "type": "hidden"] : ["var": name])
             for value in values { field.append(XMLElement("value", text: value)) }
             form.append(field)
         }
