@@ -113,11 +113,4 @@ public protocol PEPStore: Sendable {
 
     /// Removes every item of the node; false if there is no such node.
     func purgePEPNode(_ node: String, of user: String) async throws -> Bool
-
-    /// The features of verified XEP-0115 `ver`s, the newest `limit` stored.
-    func capsFeatures(limit: Int) async throws -> [String: [String]]
-
-    /// Keeps the features of a verified `ver` (replacing what it had), and only the newest
-    /// `keep` vers.
-    func storeCapsFeatures(_ features: [String], ver: String, keep: Int) async throws
 }

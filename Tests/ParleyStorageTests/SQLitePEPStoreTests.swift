@@ -127,21 +127,3 @@ import Testing
         #expect(decoded == expected)
     }
 }
-
-@Suite struct SQLiteCapsFeaturesTests {
-    @Test func verifiedCapsAreKeptNewestFirstAndPruned() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
-        #expect(try await storage.capsFeatures(limit: 10).isEmpty)
-        try await storage.storeCapsFeatures(["a", "a+notify"], ver: "v1", keep: 2)
-        try await storage.storeCapsFeatures(["b"], ver: "v2", keep: 2)
-        try await storage.storeCapsFeatures(["a", "c"], ver: "v1", keep: 2)
-        #expect(try await storage.capsFeatures(limit: 10) == ["v1": ["a", "c"], "v2": ["b"]])
-        try await storage.storeCapsFeatures(["d"], ver: "v3", keep: 2)
-        #expect(try await storage.capsFeatures(limit: 10) == ["v1": ["a", "c"], "v3": ["d"]], "v2 is the oldest now")
-        #expect(try await storage.capsFeatures(limit: 1) == ["v3": ["d"]])
-        let reopened = try SQLiteStorage(path: directory.file("parley.sqlite"))
-        #expect(try await reopened.capsFeatures(limit: 10).count == 2)
-    }
-}

@@ -50,11 +50,6 @@ final class NotifyInterests: Sendable {
         state.withLockedValue { $0.byVer[ver] }
     }
 
-    /// Starts the cache from what earlier runs verified.
-    func preload(_ vers: [String: Set<String>]) {
-        state.withLockedValue { $0.byVer.merge(vers.prefix(maxCachedVers).map { ($0.key, $0.value) }) { current, _ in current } }
-    }
-
     /// Records the resource's interests; returns the nodes it did not have before (whose
     /// last items it should now get). `fresh` forgets what it had (initial presence).
     @discardableResult

@@ -6,17 +6,6 @@ import ParleyCore
 /// answer hashes to it. An answer that does not is believed for the resource that gave it
 /// alone (like Prosody), never for others who claim the same `ver`.
 extension PEPService {
-    /// Loads the vers verified before a restart, so their clients are not asked again;
-    /// call once at start-up.
-    public func loadCapabilities() async {
-        do {
-            let stored = try await store.capsFeatures(limit: interests.maxCachedVers)
-            interests.preload(stored.mapValues { NotifyInterests.notifyNodes(in: Set($0)) })
-        } catch {
-            logger.error("cannot read the entity capabilities cache", metadata: ["error": "\(error)"])
-        }
-    }
-
     func presenceChanged(_ session: SessionHandle, _ presence: XMLElement, initial: Bool) async {
         guard let announcement = EntityCapabilities.Announcement(presence: presence) else {
             // No caps on a later presence may be a client saving bytes: keep what it had.
@@ -47,17 +36,6 @@ extension PEPService {
         let verified = shared && answer.flatMap(EntityCapabilities.sha1Ver) == announcement.ver
         if !verified, answer != nil {
             logger.debug("entity capabilities do not match their ver", metadata: ["jid": "\(session.jid)", "ver": "\(announcement.ver)"])
-        }
-        if verified, let answer {
-            let features = EntityCapabilities.features(of: answer).sorted()
-            let keep = interests.maxCachedVers
-            Task { [store, logger] in
-                do {
-                    try await store.storeCapsFeatures(features, ver: announcement.ver, keep: keep)
-                } catch {
-                    logger.error("cannot keep entity capabilities", metadata: ["ver": "\(announcement.ver)", "error": "\(error)"])
-                }
-            }
         }
         var waiting = [session]
         if shared {

@@ -119,7 +119,6 @@ public final class RunningServer: Sendable {
             let service = PEPService(
                 domain: domain, store: storage, rosters: storage, sessions: sessions, policy: blocking, events: events,
                 requests: requests, limits: PEPService.Limits(configuration.pep), logger: logger)
-            await service.loadCapabilities()
             modules.append(PEPModule(service: service))
             disco.extendAccounts(with: service.discoExtension)
             pep = service

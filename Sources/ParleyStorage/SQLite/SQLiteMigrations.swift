@@ -198,17 +198,5 @@ enum SQLiteMigrations {
                 );
                 CREATE INDEX pep_items_node ON pep_items(node_id, seq);
                 """)
-        // Verified entity capabilities (XEP-0115): the features behind each ver, for every
-        // account alike, so clients are not asked again after a restart. `seq` orders them
-        // for pruning to the newest.
-        try db.execute(
-            sql: """
-                CREATE TABLE caps_features (
-                    ver TEXT PRIMARY KEY,
-                    features TEXT NOT NULL,
-                    seq INTEGER NOT NULL
-                );
-                CREATE INDEX caps_features_seq ON caps_features(seq);
-                """)
     }
 }

@@ -103,29 +103,6 @@ extension SQLiteStorage: PEPStore {
         }
     }
 
-    public func capsFeatures(limit: Int) async throws -> [String: [String]] {
-        try await pool.read { db in
-            let rows = try Row.fetchAll(db, sql: "SELECT ver, features FROM caps_features ORDER BY seq DESC LIMIT ?", arguments: [limit])
-            var result: [String: [String]] = [:]
-            for row in rows {
-                let text: String = row["features"]
-                result[row["ver"]] = try JSONDecoder().decode([String].self, from: Data(text.utf8))
-            }
-            return result
-        }
-    }
-
-    public func storeCapsFeatures(_ features: [String], ver: String, keep: Int) async throws {
-        let text = String(decoding: try JSONEncoder().encode(features), as: UTF8.self)
-        try await pool.write { db in
-            let next = (try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM caps_features") ?? 0) + 1
-            try db.execute(
-                sql: "INSERT INTO caps_features (ver, features, seq) VALUES (?, ?, ?) ON CONFLICT (ver) DO UPDATE SET features = excluded.features, seq = excluded.seq",
-                arguments: [ver, text, next])
-            try db.execute(sql: "DELETE FROM caps_features WHERE seq <= ?", arguments: [next - Int64(max(keep, 1))])
-        }
-    }
-
     // MARK: Helpers
 
     private static func nodeID(_ node: String, accountID: Int64, in db: Database) throws -> Int64? {

@@ -76,23 +76,6 @@ import Testing
         }
     }
 
-    @Test func verifiedCapsAreRememberedAcrossARestart() async throws {
-        try await TestServer.with { server in
-            let alice = try await server.im("alice", available: false)
-            try await alice.availableWithCaps(server, as: "alice@localhost/r", notify: [PEP.nick])
-            await alice.close()
-            // The cache is written in the background; wait for it before restarting.
-            let deadline = ContinuousClock.now + TestClient.defaultTimeout
-            while try await server.running.storage.capsFeatures(limit: 10).isEmpty {
-                guard ContinuousClock.now < deadline else { throw ScenarioFailure("the verified caps were not stored") }
-                try await Task.sleep(for: .milliseconds(5))
-            }
-            try await server.restart()
-            let again = try await server.im("alice", available: false)
-            try await again.availableWithCaps(server, as: "alice@localhost/r", notify: [PEP.nick], queried: false)
-        }
-    }
-
     @Test func limitsAreRefusedWithTheirErrors() async throws {
         try await TestServer.with({
             $0.pep.maxPayloadBytes = 200
