@@ -137,6 +137,17 @@ import Testing
         }
     }
 
+    @Test func turnedOffPEPIsServiceUnavailable() async throws {
+        try await TestServer.with({ $0.pep.enabled = false }) { server in
+            let alice = try await server.login("alice")
+            let (reply, _) = try await alice.publish(PEP.nick, id: "i", PEP.nick("x"))
+            #expect(reply.stanzaErrorCondition == .serviceUnavailable)
+            let info = try await alice.exchange("<iq type='get' id='di'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>", id: "di").reply
+            let identities = info.firstChild("query", namespace: XMLNamespace.discoInfo)?.children("identity", namespace: XMLNamespace.discoInfo)
+            #expect(identities?.contains { $0[attribute: "category"] == "pubsub" } == false)
+        }
+    }
+
     @Test func subscriptionsAndAffiliationsGetMinimalAnswers() async throws {
         try await TestServer.with { server in
             let alice = try await server.login("alice")

@@ -79,6 +79,7 @@ extension TestClient {
             }
         }
         if let query {
+            guard queried else { throw ScenarioFailure("the server asked for capabilities it should know: \(query.xmlString())") }
             #expect(query.from == "localhost", "the server asks in its own name", sourceLocation: sourceLocation)
             #expect(
                 query.firstChild("query", namespace: XMLNamespace.discoInfo)?[attribute: "node"] == "\(PEP.capsNode)#\(ver)",
