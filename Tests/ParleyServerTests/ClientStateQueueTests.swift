@@ -1,3 +1,4 @@
+import Foundation
 @testable import ParleyServer
 import ParleyCore
 import Testing
@@ -13,6 +14,7 @@ import Testing
         ("<iq xmlns='jabber:client' type='get' id='1'><ping xmlns='urn:xmpp:ping'/></iq>", true),
         ("<presence xmlns='jabber:client' from='b@x/r'/>", false),
         ("<presence xmlns='jabber:client' from='b@x/r' type='unavailable'/>", false),
+        ("<presence xmlns='jabber:client' from='b@x/r' type='error'><error type='cancel'/></presence>", true),
         ("<presence xmlns='jabber:client' from='b@x' type='subscribe'/>", true),
         ("<presence xmlns='jabber:client' from='b@x' type='unsubscribed'/>", true),
         ("<message xmlns='jabber:client' type='chat'><body>hi</body></message>", true),
@@ -56,5 +58,19 @@ import Testing
         #expect(queue.isEmpty && queue.drain().isEmpty)
         queue.hold(try parse("<presence xmlns='jabber:client' from='b@x/one' id='p4'/>"))
         #expect(queue.drain().map { $0.id } == ["p4"], "the index was reset with the queue")
+    }
+
+    @Test func heldStanzasAreStampedWithWhenTheyArrived() throws {
+        var queue = ClientStateQueue()
+        let date = Date(timeIntervalSince1970: 1_700_000_000)
+        queue.hold(try parse("<presence xmlns='jabber:client' from='b@x/one' id='p1'/>"), stampedBy: "a@x", at: date)
+        queue.hold(
+            try parse("<message xmlns='jabber:client' id='m1'><delay xmlns='urn:xmpp:delay' from='a@x' stamp='2001-01-01T00:00:00Z'/></message>"),
+            stampedBy: "a@x", at: date)
+        let held = queue.drain()
+        let delays = held.map { $0.children("delay", namespace: "urn:xmpp:delay") }
+        #expect(delays[0].count == 1 && delays[0][0][attribute: "from"] == "a@x")
+        #expect(delays[0][0][attribute: "stamp"] == "2023-11-14T22:13:20.000Z")
+        #expect(delays[1].count == 1 && delays[1][0][attribute: "stamp"] == "2001-01-01T00:00:00Z", "one stamp per stamper")
     }
 }

@@ -228,7 +228,7 @@ final class BoundSession: Sendable {
             guard !state.ending, state.attachment?.id == handler else { return .notAttached }
             var heldFirst: [XMLElement] = []
             if state.inactive, case .stanza(let stanza) = delivery, !ClientStateQueue.isImportant(stanza) {
-                state.waiting.hold(stanza)
+                state.waiting.hold(stanza, stampedBy: state.handle?.jid.bare.description)
                 guard state.waiting.count > server.policy.clientStateQueueSize else { return .heldWhileInactive }
                 let all = state.waiting.drain()
                 return Self.recordSent(all, in: &state) ? .flushHeld(all, managed: state.management != nil) : .overflow
