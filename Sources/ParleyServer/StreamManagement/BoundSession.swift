@@ -30,15 +30,18 @@ final class BoundSession: Sendable {
     }
 
     let server: ServerContext
-    /// The localpart that authenticated: only it may resume the session.
+    /// The localpart that authenticated, and the id of its account: only that account may
+    /// resume the session (not a new one that took the name after the old was deleted).
     let user: String
+    let accountID: Int64?
     private let start = NIODeadline.now()
     private let state: NIOLockedValueBox<State>
     private let endedPromise: EventLoopPromise<Void>
 
-    init(server: ServerContext, user: String, attachment: Attachment) {
+    init(server: ServerContext, user: String, accountID: Int64? = nil, attachment: Attachment) {
         self.server = server
         self.user = user
+        self.accountID = accountID
         self.endedPromise = attachment.eventLoop.makePromise(of: Void.self)
         self.state = NIOLockedValueBox(State(attachment: attachment))
     }
@@ -349,7 +352,8 @@ final class BoundSession: Sendable {
         }
         if let id = management?.resumptionID {
             server.resumption.remove(
-                id, tombstone: .init(user: user, h: management?.inbound ?? 0, archive: management?.unconfirmedArchive))
+                id,
+                tombstone: .init(user: user, h: management?.inbound ?? 0, archive: management?.unconfirmedArchive, accountID: accountID))
         }
         server.events.publish(.sessionEnded(handle))
         server.metrics.sessionsAuthenticated.decrement()

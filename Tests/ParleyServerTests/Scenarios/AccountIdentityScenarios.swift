@@ -37,6 +37,24 @@ import Testing
         }
     }
 
+    @Test func aNewAccountWithTheSameNameCannotResumeTheOldOnesSession() async throws {
+        try await TestServer.with({ $0.sessions.accountChangePollInterval = .seconds(600) }) { server in
+            let old = try await server.login("alice", resource: "phone")
+            let id = try #require(try await old.enableStreamManagement(resume: true)[attribute: "id"])
+            await old.close()
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(try await server.running.storage.deleteAccount(username: "alice", origin: .admin))
+            try await server.createAccount("alice", password: "new-password")
+
+            let again = try await server.connect()
+            try await again.authenticate("alice", password: "new-password")
+            try await again.send("<resume xmlns='urn:xmpp:sm:3' previd='\(id)' h='0'/>")
+            let failed = try await again.expect("failed", namespace: TestClient.sm)
+            #expect(failed.firstChild("item-not-found", namespace: "urn:ietf:params:xml:ns:xmpp-stanzas") != nil, "\(failed.xmlString())")
+            #expect(failed[attribute: "h"] == nil, "the old session's count is none of the new account's business")
+        }
+    }
+
     @Test func theChangeFeedNamesTheAccountItChanged() async throws {
         try await TestServer.with { server in
             let storage = server.running.storage
