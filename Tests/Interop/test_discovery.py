@@ -137,7 +137,10 @@ def test_csi_holds_chat_states_until_active(parleyd):
             first = await next_message()
             second = await next_message()
             assert first.xml.find("{http://jabber.org/protocol/chatstates}composing") is not None, first
+            # It says when it arrived, from the server on bob's behalf (as Prosody stamps it).
+            assert first.xml.find("{urn:xmpp:delay}delay").get("from") == bob_account.jid, first
             assert second["body"] == "hello", second
+            assert second.xml.find("{urn:xmpp:delay}delay") is None, second
 
             composing.send()
             await alice.sync()

@@ -74,15 +74,14 @@ public struct ExternalServicesModule: ServerModule {
         guard asked.count == 1, let host = asked[0][attribute: "host"], let type = asked[0][attribute: "type"] else {
             return responder.error(StanzaError(.badRequest, text: "Name one <service/> by its host and type."))
         }
-        let port = asked[0][attribute: "port"]
-        if let port, Int(port) == nil {
-            return responder.error(StanzaError(.badRequest, text: "'\(port)' is not a port number."))
+        var port: Int? = nil
+        if let text = asked[0][attribute: "port"] {
+            guard let number = Int(text) else {
+                return responder.error(StanzaError(.badRequest, text: "'\(text)' is not a port number."))
+            }
+            port = number
         }
-        guard
-            let service = services.first(where: {
-                $0.host == host && $0.type == type && (port == nil || Int(port!) == $0.port)
-            })
-        else {
+        guard let service = services.first(where: { $0.host == host && $0.type == type && (port == nil || port == $0.port) }) else {
             return responder.error(StanzaError(.itemNotFound, text: "This server knows no \(type) service at \(host)."))
         }
         var reply = XMLElement("credentials", namespace: Self.namespace)

@@ -13,13 +13,54 @@ public final class BlockingModule: ServerModule, DeliveryPolicy {
     let rosters: any RosterStore
     let sessions: SessionRegistry
     let logger: Logger
-    private let lists = NIOLockedValueBox([JID: Set<JID>]())
+    private let lists = NIOLockedValueBox(Lists())
 
-    public init(store: any BlockListStore, rosters: any RosterStore, sessions: SessionRegistry, logger: Logger) {
+    private struct Lists {
+        var blocked: [JID: Set<JID>] = [:]
+        /// Changes made to each owner's list, so a reload can tell that what it read from
+        /// storage may already be out of date.
+        var changes: [JID: UInt64] = [:]
+    }
+
+    /// With `events`, a removed account's list is read again from storage: the name may
+    /// already belong to a new account, which must not inherit the old one's blocks.
+    public init(
+        store: any BlockListStore, rosters: any RosterStore, sessions: SessionRegistry, logger: Logger,
+        domain: JID? = nil, events: ServerEventBus? = nil
+    ) {
         self.store = store
         self.rosters = rosters
         self.sessions = sessions
         self.logger = logger
+        if let domain, let events {
+            events.subscribe { [weak self] event in
+                guard case .accountRemoved(let username) = event,
+                    let owner = try? JID(localpart: username, domainpart: domain.domainpart)
+                else { return }
+                Task { await self?.reload(owner, username: username) }
+            }
+        }
+    }
+
+    /// Replaces the list in memory with what storage holds, unless the owner changed it
+    /// meanwhile (then reads again).
+    func reload(_ owner: JID, username: String) async {
+        for _ in 0..<5 {
+            let before = lists.withLockedValue { $0.changes[owner] ?? 0 }
+            let entries: [String]
+            do {
+                entries = try await store.blockList(of: username)
+            } catch {
+                return logger.error("cannot reload a block list", metadata: ["user": "\(username)", "error": "\(error)"])
+            }
+            let list = Set(entries.compactMap { try? JID($0) })
+            let applied = lists.withLockedValue { state -> Bool in
+                guard state.changes[owner] ?? 0 == before else { return false }
+                state.blocked[owner] = list.isEmpty ? nil : list
+                return true
+            }
+            if applied { return }
+        }
     }
 
     /// Loads every account's block list; call once before the server accepts connections.
@@ -30,7 +71,7 @@ public final class BlockingModule: ServerModule, DeliveryPolicy {
             guard !entries.isEmpty, let owner = try? JID(localpart: username, domainpart: domain.domainpart) else { continue }
             loaded[owner] = Set(entries.compactMap { try? JID($0) })
         }
-        lists.withLockedValue { $0 = loaded }
+        lists.withLockedValue { $0.blocked = loaded }
     }
 
     public func register(in registry: inout ModuleRegistry) throws(ModuleRegistry.Error) {
@@ -72,7 +113,7 @@ public final class BlockingModule: ServerModule, DeliveryPolicy {
     }
 
     func blocked(by owner: JID) -> Set<JID> {
-        lists.withLockedValue { $0[owner] ?? [] }
+        lists.withLockedValue { $0.blocked[owner] ?? [] }
     }
 
     /// XEP-0191 §3.3 matching: an item is a domain, a bare JID (any of its resources) or a
@@ -113,7 +154,8 @@ public final class BlockingModule: ServerModule, DeliveryPolicy {
                 return responder.error(StanzaError(.internalServerError, text: "The block list could not be changed."))
             }
             lists.withLockedValue { lists in
-                var current = lists[owner] ?? []
+                lists.changes[owner, default: 0] &+= 1
+                var current = lists.blocked[owner] ?? []
                 if blocking {
                     current.formUnion(jids)
                 } else if jids.isEmpty {
@@ -121,7 +163,7 @@ public final class BlockingModule: ServerModule, DeliveryPolicy {
                 } else {
                     current.subtract(jids)
                 }
-                lists[owner] = current.isEmpty ? nil : current
+                lists.blocked[owner] = current.isEmpty ? nil : current
             }
             if blocking { await sendUnavailable(of: owner, to: jids) }
             responder.result()

@@ -11,6 +11,8 @@ struct AccountChangeWatcher: Sendable {
     let domain: JID
     let logger: Logger
     let interval: Duration
+    /// Told of every deletion (`accountRemoved`), for modules that keep per-account state.
+    var events: ServerEventBus? = nil
 
     func run() async {
         var last: Int64
@@ -58,5 +60,6 @@ struct AccountChangeWatcher: Sendable {
             logger.info("ending sessions after account change", metadata: ["jid": "\(bare)", "change": "\(change.kind.rawValue)"])
         }
         for session in online { session.terminate(error) }
+        if change.kind == .deleted { events?.publish(.accountRemoved(username: change.username)) }
     }
 }

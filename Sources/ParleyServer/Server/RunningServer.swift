@@ -93,7 +93,7 @@ public final class RunningServer: Sendable {
             accounts: storage, domain: domain, allowsNewAccounts: configuration.registration.enabled,
             minimumPasswordLength: configuration.registration.minPasswordLength,
             iterations: configuration.auth.scramIterations)
-        let blocking = BlockingModule(store: storage, rosters: storage, sessions: sessions, logger: logger)
+        let blocking = BlockingModule(store: storage, rosters: storage, sessions: sessions, logger: logger, domain: domain, events: events)
         try await blocking.load(usernames: storage.usernames(), domain: domain)
         let offline = OfflineModule(
             domain: domain, store: storage, quota: configuration.offline.quota, sessions: sessions, logger: logger)
@@ -184,7 +184,7 @@ public final class RunningServer: Sendable {
         }
 
         let watcher = AccountChangeWatcher(feed: storage, sessions: sessions, domain: domain, logger: logger,
-            interval: configuration.sessions.accountChangePollInterval)
+            interval: configuration.sessions.accountChangePollInterval, events: events)
         let authFailures = context.authFailures
         let retentionDays = configuration.archive.retentionDays
         let background = [

@@ -98,7 +98,7 @@ extension C2SSessionHandler {
     }
 
     private func makeHandle(jid: JID, user: String, context: ChannelHandlerContext) -> (SessionHandle, BoundSession) {
-        let session = BoundSession(server: server, user: user, attachment: attachment(context))
+        let session = BoundSession(server: server, user: user, accountID: authenticatedAccountID, attachment: attachment(context))
         let handle = SessionHandle(
             jid: jid, id: server.makeSessionID(), remoteAddress: remoteAddress, accountID: authenticatedAccountID,
             eventLoop: context.eventLoop,

@@ -121,7 +121,7 @@ extension C2SSessionHandler {
             return send(StreamManagementXML.failed(.badRequest))
         }
         guard let user = authenticatedUser else { return }
-        guard let session = server.resumption.session(previd), session.user == user else {
+        guard let session = server.resumption.session(previd), session.user == user, session.accountID == authenticatedAccountID else {
             return refuseResumption(previd, user: user)
         }
         resume(session, previd: previd, h: h)
@@ -163,7 +163,8 @@ extension C2SSessionHandler {
     /// learns how far it got, and only once what that `h` counts is stored; if some of it
     /// could not be, there is no `h`, and the client resends everything it has not seen acknowledged.
     private func refuseResumption(_ previd: String, user: String) {
-        guard let tombstone = server.resumption.tombstone(previd), tombstone.user == user else {
+        guard let tombstone = server.resumption.tombstone(previd), tombstone.user == user, tombstone.accountID == authenticatedAccountID
+        else {
             return send(StreamManagementXML.failed(.itemNotFound))
         }
         guard let sequences = tombstone.archive, let archive = server.archive else {

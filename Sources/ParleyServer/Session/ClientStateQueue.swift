@@ -1,3 +1,4 @@
+import Foundation
 import ParleyCore
 
 /// XEP-0352 client state indication: what an inactive client (a phone in a pocket) is not
@@ -25,8 +26,16 @@ struct ClientStateQueue: Sendable {
     var isEmpty: Bool { count == 0 }
 
     /// Holds `stanza`; a presence replaces the held one from the same full JID (which
-    /// leaves its place, so the newest sits in arrival order).
-    mutating func hold(_ stanza: XMLElement) {
+    /// leaves its place, so the newest sits in arrival order). With `stampedBy` (the user's
+    /// bare JID), the stanza gets an XEP-0203 delay saying when it arrived, as Prosody adds
+    /// one: the client learns when a contact went away, not when it looked.
+    mutating func hold(_ stanza: XMLElement, stampedBy user: String? = nil, at date: Date = Date()) {
+        var stanza = stanza
+        if let user, stanza.name != "iq",
+            !stanza.children("delay", namespace: XMLNamespace.delay).contains(where: { $0[attribute: "from"] == user })
+        {
+            stanza.append(XMLElement("delay", namespace: XMLNamespace.delay, ["from": user, "stamp": OfflineModule.timestamp(date)]))
+        }
         if stanza.name == "presence", let from = stanza.from {
             if let previous = presenceIndex[from] {
                 held[previous] = nil
@@ -48,24 +57,20 @@ struct ClientStateQueue: Sendable {
     }
 
     /// Whether an inactive client must get `stanza` now, the way Prosody's mod_csi_simple
-    /// decides: iq (someone waits for the answer), subscription requests and answers, error
-    /// messages, and messages a person would want to see (a body, a subject, encrypted
+    /// decides: iq (someone waits for the answer), subscription requests and answers, errors
+    /// of any kind, and messages a person would want to see (a body, a subject, encrypted
     /// content, an invitation, a call, a copy of what the user sent elsewhere); not presence
     /// updates, headlines, chat states, receipts and markers. A received carbon is judged by
     /// the message it carries.
     static func isImportant(_ stanza: XMLElement) -> Bool {
+        // An error answers something the client did: it is waiting for it.
+        if stanza.type == "error" { return true }
         switch stanza.name {
         case "presence":
-            switch stanza.type {
-            case nil, "unavailable", "error": return false
-            default: return true  // subscribe, subscribed, unsubscribe, unsubscribed, probe
-            }
+            // Subscription requests and answers are; updates (available, unavailable) are not.
+            return stanza.type != nil && stanza.type != "unavailable"
         case "message":
-            switch stanza.type {
-            case "headline": return false
-            case "error": return true
-            default: break
-            }
+            if stanza.type == "headline" { return false }
             // A sent carbon means the user is typing on another device right now: this one
             // had better be current when they pick it up.
             if stanza.firstChild("sent", namespace: XMLNamespace.carbons) != nil { return true }

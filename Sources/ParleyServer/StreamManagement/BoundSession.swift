@@ -14,41 +14,6 @@ import ParleyCore
 /// State is behind a lock, so the session may move between event loops on resumption;
 /// writes always happen on the attached handler's own loop.
 final class BoundSession: Sendable {
-    struct Unacked: Sendable {
-        var stanza: XMLElement
-        /// An offline delivery: succeeds when the client acknowledges the stanza, fails if the
-        /// session ends first (so the message stays in storage).
-        var acknowledged: EventLoopPromise<Void>?
-    }
-
-    struct Attachment: Sendable {
-        let id: ObjectIdentifier
-        let handler: NIOLoopBound<C2SSessionHandler>
-        let eventLoop: any EventLoop
-
-        func run(_ body: @escaping @Sendable (C2SSessionHandler) -> Void) {
-            if eventLoop.inEventLoop {
-                body(handler.value)
-            } else {
-                let handler = handler
-                eventLoop.execute { body(handler.value) }
-            }
-        }
-    }
-
-    /// XEP-0198 state, from `<enable/>` on.
-    struct Management: Sendable {
-        /// Stanzas handled from the client (the `h` we report).
-        var inbound: UInt32 = 0
-        var queue = UnackedQueue<Unacked>()
-        var resumptionID: String?
-        var resumeTimeout: TimeAmount
-        var maxUnacked: Int
-        /// The archive's sequence numbers of messages counted in `inbound` that no
-        /// acknowledgement has yet found committed: `h` may count them only once they are.
-        var unconfirmedArchive: ClosedRange<UInt64>?
-    }
-
     private struct State: Sendable {
         var handle: SessionHandle?
         var attachment: Attachment?
@@ -65,15 +30,18 @@ final class BoundSession: Sendable {
     }
 
     let server: ServerContext
-    /// The localpart that authenticated: only it may resume the session.
+    /// The localpart that authenticated, and the id of its account: only that account may
+    /// resume the session (not a new one that took the name after the old was deleted).
     let user: String
+    let accountID: Int64?
     private let start = NIODeadline.now()
     private let state: NIOLockedValueBox<State>
     private let endedPromise: EventLoopPromise<Void>
 
-    init(server: ServerContext, user: String, attachment: Attachment) {
+    init(server: ServerContext, user: String, accountID: Int64? = nil, attachment: Attachment) {
         self.server = server
         self.user = user
+        self.accountID = accountID
         self.endedPromise = attachment.eventLoop.makePromise(of: Void.self)
         self.state = NIOLockedValueBox(State(attachment: attachment))
     }
@@ -228,7 +196,7 @@ final class BoundSession: Sendable {
             guard !state.ending, state.attachment?.id == handler else { return .notAttached }
             var heldFirst: [XMLElement] = []
             if state.inactive, case .stanza(let stanza) = delivery, !ClientStateQueue.isImportant(stanza) {
-                state.waiting.hold(stanza)
+                state.waiting.hold(stanza, stampedBy: state.handle?.jid.bare.description)
                 guard state.waiting.count > server.policy.clientStateQueueSize else { return .heldWhileInactive }
                 let all = state.waiting.drain()
                 return Self.recordSent(all, in: &state) ? .flushHeld(all, managed: state.management != nil) : .overflow
@@ -384,7 +352,8 @@ final class BoundSession: Sendable {
         }
         if let id = management?.resumptionID {
             server.resumption.remove(
-                id, tombstone: .init(user: user, h: management?.inbound ?? 0, archive: management?.unconfirmedArchive))
+                id,
+                tombstone: .init(user: user, h: management?.inbound ?? 0, archive: management?.unconfirmedArchive, accountID: accountID))
         }
         server.events.publish(.sessionEnded(handle))
         server.metrics.sessionsAuthenticated.decrement()

@@ -9,6 +9,8 @@ final class ResumptionRegistry: Sendable {
         /// Archive rows of messages counted in `h` not yet seen committed: the `h` is reported
         /// only once they are, and not at all if they could not be stored.
         var archive: ClosedRange<UInt64>?
+        /// The account the session belonged to: a new account with the same name is not it.
+        var accountID: Int64? = nil
     }
 
     private struct State {

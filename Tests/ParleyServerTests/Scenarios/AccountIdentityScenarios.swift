@@ -37,6 +37,57 @@ import Testing
         }
     }
 
+    @Test func aNewAccountWithTheSameNameCannotResumeTheOldOnesSession() async throws {
+        try await TestServer.with({ $0.sessions.accountChangePollInterval = .seconds(600) }) { server in
+            let old = try await server.login("alice", resource: "phone")
+            let id = try #require(try await old.enableStreamManagement(resume: true)[attribute: "id"])
+            await old.close()
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(try await server.running.storage.deleteAccount(username: "alice", origin: .admin))
+            try await server.createAccount("alice", password: "new-password")
+
+            let again = try await server.connect()
+            try await again.authenticate("alice", password: "new-password")
+            try await again.send("<resume xmlns='urn:xmpp:sm:3' previd='\(id)' h='0'/>")
+            let failed = try await again.expect("failed", namespace: TestClient.sm)
+            #expect(failed.firstChild("item-not-found", namespace: "urn:ietf:params:xml:ns:xmpp-stanzas") != nil, "\(failed.xmlString())")
+            #expect(failed[attribute: "h"] == nil, "the old session's count is none of the new account's business")
+        }
+    }
+
+    @Test func aNewAccountDoesNotInheritTheDeletedOnesBlockList() async throws {
+        try await TestServer.with({ $0.sessions.accountChangePollInterval = .seconds(600) }) { server in
+            let storage = server.running.storage
+            let cursor = try await storage.latestChangeID()
+            let old = try await server.login("alice", resource: "old")
+            let block = "<iq type='set' id='b1'><block xmlns='urn:xmpp:blocking'><item jid='bob@localhost'/></block></iq>"
+            #expect(try await old.query(block, id: "b1").type == "result")
+            #expect(try await storage.deleteAccount(username: "alice", origin: .admin))
+            try await server.createAccount("alice", password: "new-password")
+
+            let watcher = AccountChangeWatcher(
+                feed: storage, sessions: server.running.context.sessions, domain: try JID("localhost"),
+                logger: Logger(label: "test"), interval: .seconds(1), events: server.running.context.events)
+            _ = try await watcher.poll(after: cursor)
+            _ = try await old.expectStreamError(.notAuthorized)
+
+            // The block list is read again in the background; the new account's is empty.
+            let new = try await server.login("alice", password: "new-password", resource: "new")
+            try await new.available()
+            let deadline = ContinuousClock.now + .seconds(5)
+            var items: [XMLElement] = []
+            repeat {
+                let list = try await new.query("<iq type='get' id='l'><blocklist xmlns='urn:xmpp:blocking'/></iq>", id: "l")
+                items = list.firstChild("blocklist", namespace: "urn:xmpp:blocking")?.children("item", namespace: "urn:xmpp:blocking") ?? []
+                if !items.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+            } while !items.isEmpty && ContinuousClock.now < deadline
+            #expect(items.isEmpty, "the deleted account's block list is still applied: \(items.map { $0.xmlString() })")
+            let bob = try await server.login("bob", resource: "b")
+            try await bob.sendMessage(to: "alice@localhost/new", id: "hello")
+            try await new.expectMessage(id: "hello")
+        }
+    }
+
     @Test func theChangeFeedNamesTheAccountItChanged() async throws {
         try await TestServer.with { server in
             let storage = server.running.storage

@@ -73,6 +73,11 @@ import Testing
             let received = try await alice.nextElements(3)
             // Only bob's latest presence; it took the place of the first, after the chat state.
             #expect(describe(received) == ["message:c1", "presence:bob@localhost/b:two", "message:m1"])
+            // What waited says when it arrived (as Prosody stamps it); what did not wait does not.
+            for held in received.prefix(2) {
+                #expect(held.firstChild("delay", namespace: IM.delay)?[attribute: "from"] == "alice@localhost", "\(held.xmlString())")
+            }
+            #expect(received[2].firstChild("delay", namespace: IM.delay) == nil)
             try await alice.expectSilence(for: .milliseconds(200))
         }
     }
