@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Logging
+import NIOCore
 import NIOPosix
 import ParleyCore
 @testable import ParleyServer
@@ -72,14 +73,24 @@ final class TestServer: Sendable {
     }
 
     /// Shuts the server down and starts a new one on the same data directory and ports, as
-    /// an operator restarting it would; clients must connect again.
+    /// an operator restarting it would; clients must connect again (at `c2sPort`).
     func restart() async throws {
         let old = running
         await old.shutdown()
         var configuration = old.configuration
         configuration.c2s.port = old.c2sPort
         configuration.c2s.directTLSPort = old.directTLSPort
-        let new = try await RunningServer.start(configuration: configuration, logger: logger)
+        let new: RunningServer
+        do {
+            new = try await RunningServer.start(configuration: configuration, logger: logger)
+        } catch let error as IOError where error.errnoCode == EADDRINUSE {
+            // The old ports were ephemeral ones: while the server was down, another test's
+            // outgoing connection may have taken one as its source port. The data directory,
+            // not the port, is what a restart must keep.
+            configuration.c2s.port = 0
+            configuration.c2s.directTLSPort = old.directTLSPort == 0 ? 0 : ServerConfiguration.C2S.anyFreePort
+            new = try await RunningServer.start(configuration: configuration, logger: logger)
+        }
         current.withLock { $0 = new }
     }
 
