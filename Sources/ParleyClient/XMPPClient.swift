@@ -44,6 +44,10 @@ public actor XMPPClient {
     /// `managed` belongs to the current connection (not to one that dropped).
     var managedIsLive = false
     private var nextID = 0
+    /// The presence sent when a new session starts (see `setInitialPresence`).
+    private var initialPresence = XMLElement("presence", namespace: XMLNamespace.client)
+    /// XEP-0352: what the application last said (nil: never said, so the server's default).
+    private var clientState: Bool?
     /// Which connection is current: callbacks of an older one (closed by `disconnect()` or
     /// replaced by a reconnect) are ignored instead of ending the new one.
     private var generation = 0
@@ -230,10 +234,12 @@ public actor XMPPClient {
             managedIsLive = managed != nil
             eventSink.yield(.connected(jid: jid))
             if configuration.sendsInitialPresence {
-                transmit(XMLElement("presence", namespace: XMLNamespace.client))
+                transmit(initialPresence)
             }
             for stanza in resend { transmit(stanza) }
         }
+        // XEP-0352 §5: a server need not keep the state across sessions (nor resumptions).
+        if let clientState { sendClientState(clientState) }
         // What the application sent while we were away goes out now, in order.
         let queued = outbox
         outbox = []
@@ -325,6 +331,41 @@ public actor XMPPClient {
         } else {
             outbox.append(stanza)
         }
+    }
+
+    /// The presence that starts each new session (when `sendsInitialPresence`): a layer
+    /// above sets its status, priority and capabilities here so the first presence contacts
+    /// see is already the right one.
+    public func setInitialPresence(_ presence: XMLElement) {
+        var presence = presence
+        presence.namespace = XMLNamespace.client
+        initialPresence = presence
+    }
+
+    /// XEP-0352 Client State Indication: tells a server that offers it (`<csi/>` among the
+    /// stream features) whether the user is looking, so it may hold back what is not urgent
+    /// while not. Remembered, and said again after every reconnect. Returns false when the
+    /// current session's server does not offer it (nothing is sent then).
+    @discardableResult
+    public func setActive(_ active: Bool) -> Bool {
+        clientState = active
+        guard state == .connected else { return false }
+        return sendClientState(active)
+    }
+
+    /// The server of the current session offers XEP-0352.
+    public var supportsClientStateIndication: Bool {
+        streamFeatures?.firstChild("csi", namespace: Self.csiNamespace) != nil
+    }
+
+    static let csiNamespace = "urn:xmpp:csi:0"
+
+    @discardableResult
+    private func sendClientState(_ active: Bool) -> Bool {
+        guard supportsClientStateIndication, let connection else { return false }
+        // A nonza, not a stanza: XEP-0198 does not count it, so it bypasses `transmit`.
+        connection.send(XMLElement(active ? "active" : "inactive", namespace: Self.csiNamespace))
+        return true
     }
 
     /// Asks the server for a pong (XEP-0199). The server answers in order, so once this

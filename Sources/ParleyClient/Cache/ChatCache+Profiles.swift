@@ -1,0 +1,126 @@
+import Foundation
+import GRDB
+import ParleyCore
+
+/// What the cache knows of a contact's (or our own) profile.
+public struct ContactProfile: Sendable, Equatable {
+    public var jid: JID
+    /// Their own choice of name (XEP-0172), published in PEP or sent with a friend request.
+    public var nickname: String?
+    /// The XEP-0084 avatar's id (SHA-1 hex of its bytes); "" when they published "no avatar".
+    public var avatarHash: String?
+    /// The XEP-0153 photo hash the cached vCard fields below belong to.
+    public var vcardPhotoHash: String?
+    public var vcardFullName: String?
+    public var vcardNickname: String?
+
+    public init(jid: JID) {
+        self.jid = jid
+    }
+
+    /// The picture to show: the PEP avatar, else the vCard photo.
+    public var currentAvatarHash: String? {
+        if let avatarHash, !avatarHash.isEmpty { return avatarHash }
+        if let vcardPhotoHash, !vcardPhotoHash.isEmpty { return vcardPhotoHash }
+        return nil
+    }
+}
+
+/// An avatar's bytes, checked against their hash.
+public struct Avatar: Sendable, Equatable {
+    /// SHA-1 hex of `data`.
+    public var hash: String
+    public var type: String
+    public var data: [UInt8]
+}
+
+/// Someone who asked to see our presence and has no answer yet.
+public struct FriendRequest: Sendable, Equatable {
+    public var jid: JID
+    public var message: String?
+    public var nickname: String?
+}
+
+extension ChatCache {
+    public func profile(of jid: JID) async throws -> ContactProfile? {
+        try await database.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM profile WHERE jid = ?", arguments: [jid.bare.description]).flatMap(Self.profile)
+        }
+    }
+
+    func profiles() async throws -> [ContactProfile] {
+        try await database.read { db in try Row.fetchAll(db, sql: "SELECT * FROM profile").compactMap(Self.profile) }
+    }
+
+    /// Changes one contact's profile, creating the row if needed; returns whether anything
+    /// changed.
+    func updateProfile(of jid: JID, _ change: @escaping @Sendable (inout ContactProfile) -> Void) async throws -> Bool {
+        try await database.write { db in
+            let before = try Row.fetchOne(db, sql: "SELECT * FROM profile WHERE jid = ?", arguments: [jid.bare.description])
+                .flatMap(Self.profile) ?? ContactProfile(jid: jid.bare)
+            var after = before
+            change(&after)
+            guard after != before else { return false }
+            try db.execute(
+                sql: """
+                    INSERT OR REPLACE INTO profile (jid, nickname, avatar_hash, vcard_photo_hash, vcard_full_name, vcard_nickname)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    jid.bare.description, after.nickname, after.avatarHash, after.vcardPhotoHash, after.vcardFullName,
+                    after.vcardNickname,
+                ])
+            return true
+        }
+    }
+
+    public func avatar(hash: String) async throws -> Avatar? {
+        try await database.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM avatar WHERE hash = ?", arguments: [hash]).map {
+                Avatar(hash: $0["hash"], type: $0["type"], data: [UInt8]($0["data"] as Data))
+            }
+        }
+    }
+
+    func storeAvatar(_ avatar: Avatar) async throws {
+        try await database.write { db in
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO avatar (hash, type, data) VALUES (?, ?, ?)",
+                arguments: [avatar.hash, avatar.type, Data(avatar.data)])
+        }
+    }
+
+    func friendRequests() async throws -> [FriendRequest] {
+        try await database.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM friend_request ORDER BY jid").compactMap { row in
+                guard let jid = try? JID(row["jid"] as String) else { return nil }
+                return FriendRequest(jid: jid, message: row["message"], nickname: row["nickname"])
+            }
+        }
+    }
+
+    func storeFriendRequest(_ request: FriendRequest) async throws {
+        try await database.write { db in
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO friend_request (jid, message, nickname, received_at) VALUES (?, ?, ?, ?)",
+                arguments: [request.jid.bare.description, request.message, request.nickname, Date().timeIntervalSince1970])
+        }
+    }
+
+    func removeFriendRequest(_ jid: JID) async throws {
+        try await database.write { db in
+            try db.execute(sql: "DELETE FROM friend_request WHERE jid = ?", arguments: [jid.bare.description])
+        }
+    }
+
+    private static func profile(_ row: Row) -> ContactProfile? {
+        guard let jid = try? JID(row["jid"] as String) else { return nil }
+        var profile = ContactProfile(jid: jid)
+        profile.nickname = row["nickname"]
+        profile.avatarHash = row["avatar_hash"]
+        profile.vcardPhotoHash = row["vcard_photo_hash"]
+        profile.vcardFullName = row["vcard_full_name"]
+        profile.vcardNickname = row["vcard_nickname"]
+        return profile
+    }
+}
