@@ -204,3 +204,84 @@ func publishRaw(_ client: ChatClient, node: String, id: String, payload: XMLElem
         XMLElement("pubsub", namespace: "http://jabber.org/protocol/pubsub", [:], [publish]),
     ]))
 }
+
+extension ProsodyProfileScenarioTests {
+    /// The profile commands of `parley`, one-shot and in the chat, against Prosody.
+    @Test(.enabled(if: CLI.executable != nil, "the parley executable is built next to the tests"))
+    func profileAndBookmarkCommandsOfTheCLI() async throws {
+        let prosody = try SharedProsody.prosody
+        let cli = try CLI(home: prosody.directory + "/home", port: prosody.port, fingerprint: prosody.fingerprint)
+        try cli.writeConfig("cli", password: SharedProsody.password("cli"))
+        let config = cli.config("cli")
+        // Friends first, through the library.
+        let (me, meEvents) = try SharedProsody.client("cli")
+        let (friend, friendEvents) = try SharedProsody.client("clifriend", resource: "desk")
+        try await me.connect()
+        try await friend.connect()
+        try await makeFriends(me, jid("cli"), meEvents, friend, jid("clifriend"), friendEvents)
+        await me.disconnect()
+        try await friend.setNickname("Friendly")
+        let picture = samplePNG(width: 16, height: 16)
+        try await friend.setAvatar(picture)
+
+        var result = try await cli.run(["nick", "Cli User", "--config", config])
+        #expect(result.status == 0 && result.stdout == "nickname set to Cli User\n", "\(result.stderr)")
+        let file = cli.home + "/me.png"
+        try Data(samplePNG(width: 8, height: 8)).write(to: URL(fileURLWithPath: file))
+        result = try await cli.run(["avatar", "set", file, "--config", config])
+        #expect(result.status == 0 && result.stdout.hasPrefix("avatar set ("), "\(result.stderr)")
+        try Data("not a picture".utf8).write(to: URL(fileURLWithPath: cli.home + "/notes.txt"))
+        result = try await cli.run(["avatar", "set", cli.home + "/notes.txt", "--config", config])
+        #expect(result.status == 1 && result.stderr == "parley: not a PNG, JPEG, GIF or WebP image\n", "\(result.stderr)")
+
+        result = try await cli.run(["avatar", "get", "clifriend@localhost", cli.home + "/friend.png", "--config", config])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: cli.home + "/friend.png")) == Data(picture))
+
+        result = try await cli.run(["whois", "clifriend@localhost", "--config", config])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.hasPrefix("Friendly (clifriend@localhost)\n"), "\(result.stdout)")
+        #expect(result.stdout.contains("  avatar:     \(hexSHA1(picture)) (image/png, \(picture.count) bytes)"), "\(result.stdout)")
+        #expect(result.stdout.contains("  online:     desk (available), Parley 0.1.0"), "\(result.stdout)")
+        result = try await cli.run(["roster", "--config", config])
+        #expect(result.stdout.contains("Friendly (clifriend@localhost)  friends"), "\(result.stdout)")
+
+        result = try await cli.run(["bookmarks", "add", "tea@conference.localhost", "Tea", "room", "--config", config])
+        #expect(result.status == 0 && result.stdout == "bookmarked tea@conference.localhost\n", "\(result.stderr)")
+        result = try await cli.run(["bookmarks", "--config", config])
+        #expect(result.stdout == "Tea room tea@conference.localhost  (autojoin)\n", "\(result.stdout)")
+        result = try await cli.run(["bookmarks", "remove", "tea@conference.localhost", "--config", config])
+        #expect(result.status == 0, "\(result.stderr)")
+        result = try await cli.run(["bookmarks", "remove", "tea@conference.localhost", "--config", config])
+        #expect(result.status == 4 && result.stderr == "parley: no bookmark for tea@conference.localhost\n", "\(result.stderr)")
+
+        // Offline: last activity instead of devices.
+        await friend.setStatus(.unavailable, text: "see you")
+        try await friend.settle()
+        await friend.disconnect()
+        result = try await cli.run(["whois", "clifriend@localhost", "--config", config])
+        #expect(result.stdout.contains("  last seen:  ") && result.stdout.contains("ago — \"see you\""), "\(result.stdout)")
+
+        // The same in the chat.
+        let chat = try TerminalSession(cli, ["chat", "--config", config], name: "cli", password: SharedProsody.password("cli"))
+        defer { chat.end() }
+        do {
+            try await chat.waitFor("type /help for commands")
+            try chat.type("/help")
+            try await chat.waitFor("/avatar set FILE")
+            try chat.type("/nick Cli Again")
+            try await chat.waitFor("nickname set to Cli Again")
+            try chat.type("/whois clifriend@localhost")
+            try await chat.waitFor("Friendly (clifriend@localhost)")
+            try chat.type("/avatar set /nonexistent.png")
+            try await chat.waitFor("cannot read /nonexistent.png")
+            try chat.type("/bookmarks")
+            try await chat.waitFor("no bookmarks")
+            try chat.type("/quit")
+            #expect(try await chat.waitForExit() == 0)
+        } catch {
+            print("--- the chat's terminal ---\n\(chat.screen)")
+            throw error
+        }
+    }
+}
