@@ -47,7 +47,7 @@ public actor XMPPClient {
     /// The presence sent when a new session starts (see `setInitialPresence`).
     private var initialPresence = XMLElement("presence", namespace: XMLNamespace.client)
     /// XEP-0352: what the application last said (nil: never said, so the server's default).
-    private var clientState: Bool?
+    var clientState: Bool?
     /// Which connection is current: callbacks of an older one (closed by `disconnect()` or
     /// replaced by a reconnect) are ignored instead of ending the new one.
     private var generation = 0
@@ -187,23 +187,6 @@ public actor XMPPClient {
         connectionEnded(.connectionLost("cannot connect to \(tried.joined(separator: ", ")): \(reason)"))
     }
 
-    /// Where to connect, in order: the configured host, else the domain's SRV records
-    /// (RFC 6120 §3.2.1; `_xmpps-client` for direct TLS, XEP-0368), else the domain itself
-    /// on the default port (§3.2.2).
-    static func candidates(for configuration: ClientConfiguration) async -> [ClientConfiguration] {
-        if configuration.host != nil { return [configuration] }
-        let service = configuration.security == .directTLS ? "_xmpps-client._tcp" : "_xmpp-client._tcp"
-        var candidates: [ClientConfiguration] = []
-        for record in await SRVResolver.lookup(service: service, domain: configuration.jid.domainpart) {
-            var candidate = configuration
-            candidate.host = record.target.hasSuffix(".") ? String(record.target.dropLast()) : record.target
-            candidate.port = Int(record.port)
-            candidates.append(candidate)
-        }
-        candidates.append(configuration)
-        return candidates
-    }
-
     private func established(_ jid: JID, features: XMLElement?, start: SessionStart) {
         guard state == .connecting else { return }
         state = .connected
@@ -340,32 +323,6 @@ public actor XMPPClient {
         var presence = presence
         presence.namespace = XMLNamespace.client
         initialPresence = presence
-    }
-
-    /// XEP-0352 Client State Indication: tells a server that offers it (`<csi/>` among the
-    /// stream features) whether the user is looking, so it may hold back what is not urgent
-    /// while not. Remembered, and said again after every reconnect. Returns false when the
-    /// current session's server does not offer it (nothing is sent then).
-    @discardableResult
-    public func setActive(_ active: Bool) -> Bool {
-        clientState = active
-        guard state == .connected else { return false }
-        return sendClientState(active)
-    }
-
-    /// The server of the current session offers XEP-0352.
-    public var supportsClientStateIndication: Bool {
-        streamFeatures?.firstChild("csi", namespace: Self.csiNamespace) != nil
-    }
-
-    static let csiNamespace = "urn:xmpp:csi:0"
-
-    @discardableResult
-    private func sendClientState(_ active: Bool) -> Bool {
-        guard supportsClientStateIndication, let connection else { return false }
-        // A nonza, not a stanza: XEP-0198 does not count it, so it bypasses `transmit`.
-        connection.send(XMLElement(active ? "active" : "inactive", namespace: Self.csiNamespace))
-        return true
     }
 
     /// Asks the server for a pong (XEP-0199). The server answers in order, so once this

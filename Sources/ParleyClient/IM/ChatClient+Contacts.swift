@@ -161,7 +161,8 @@ extension ChatClient {
         default:
             guard let update = PresenceUpdate(stanza) else { return }
             trackResource(stanza, update)
-            if update.show != .unavailable { vcardUpdateInPresence(stanza, from: peer) }
+            // Our own presence comes back with what we put in it: nothing to learn.
+            if update.show != .unavailable, peer != ownBareJID { vcardUpdateInPresence(stanza, from: peer) }
             await emit(.presence(update))
         }
     }

@@ -179,6 +179,14 @@ public actor ChatClient {
         if await xmpp.boundJID != nil { await xmpp.send(presence) }
     }
 
+    /// Our presence changed (its vCard photo hash): contacts learn of it now, and the next
+    /// session starts with it.
+    func republishPresence() async {
+        let presence = presenceStanza(for: status)
+        await xmpp.setInitialPresence(presence)
+        if await xmpp.boundJID != nil, xmpp.configuration.sendsInitialPresence { await xmpp.send(presence) }
+    }
+
     private func presenceStanza(for status: Status) -> XMLElement {
         var presence = XMLElement("presence", namespace: XMLNamespace.client)
         switch status.show {
@@ -190,8 +198,15 @@ public actor ChatClient {
         if xmpp.configuration.initialPriority != 0 {
             presence.append(XMLElement("priority", text: String(xmpp.configuration.initialPriority)))
         }
-        // XEP-0115: who we are, so PEP services send the `+notify` nodes (avatars, nicknames).
-        if status.show != .unavailable { presence.append(EntityCapabilities.presenceElement) }
+        if status.show != .unavailable {
+            // XEP-0115: who we are, so PEP services send the `+notify` nodes (avatars, nicknames).
+            presence.append(EntityCapabilities.presenceElement)
+            // XEP-0153 §3.2: our vCard photo's hash, or an empty element for "not known yet"
+            // (a server that converts PEP avatars fills it in, as Prosody does).
+            var update = XMLElement("x", namespace: ProfileNamespace.vcardUpdate)
+            if let hash = profiles[ownBareJID]?.vcardPhotoHash { update.append(XMLElement("photo", namespace: ProfileNamespace.vcardUpdate, text: hash)) }
+            presence.append(update)
+        }
         return presence
     }
 

@@ -33,7 +33,13 @@ extension ChatClient {
         metadata.append(XMLElement("info", namespace: ProfileNamespace.avatarMetadata, attributes: attributes))
         try await pubsub.publish(node: ProfileNamespace.avatarMetadata, itemID: id, payload: metadata, options: Self.presenceAccess)
         await keepAvatar(Avatar(hash: id, type: info.type, data: data))
-        await updateProfile(of: ownBareJID) { $0.avatarHash = id }
+        // Our vCard photo, if any, is no longer the picture: presence stops naming its hash.
+        let hadPhotoHash = profiles[ownBareJID]?.vcardPhotoHash != nil
+        await updateProfile(of: ownBareJID) { profile in
+            profile.avatarHash = id
+            profile.vcardPhotoHash = nil
+        }
+        if hadPhotoHash { await republishPresence() }
         return id
     }
 

@@ -31,10 +31,12 @@ extension ChatClient {
         }
         _ = try await PubSub(xmpp: xmpp).request(type: "set", to: nil, card.element)
         if let photo = card.photo { await keepAvatar(Avatar(hash: photo.hash, type: photo.type, data: photo.data)) }
-        await updateProfile(of: ownBareJID) { profile in
+        let changed = await updateProfile(of: ownBareJID) { profile in
             profile.vcardFullName = card.fullName
             profile.vcardNickname = card.nickname
             profile.vcardPhotoHash = card.photo?.hash ?? ""
         }
+        // XEP-0153 §3.2: a new photo is announced in presence.
+        if changed { await republishPresence() }
     }
 }
