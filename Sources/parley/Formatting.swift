@@ -7,6 +7,11 @@ enum RosterFormat {
     /// "Bob Smith (bob@example.org)  friends", or "bob@example.org  friends" when the display
     /// name says nothing more than the JID.
     static func line(for contact: Contact, displayName: String? = nil) -> String {
+        "\(named(contact.jid, displayName))  \(state(of: contact))"
+    }
+
+    /// "friends", or "not subscribed, request sent, waiting for an answer".
+    static func state(of contact: Contact) -> String {
         let state: String
         switch contact.subscription {
         case .both: state = "friends"
@@ -15,7 +20,7 @@ enum RosterFormat {
         case .none: state = "not subscribed"
         }
         let pending = contact.awaitingApproval ? Terminal.paint(", request sent, waiting for an answer", .yellow) : ""
-        return "\(named(contact.jid, displayName))  \(state)\(pending)"
+        return state + pending
     }
 
     /// A request waiting for the user's answer; `accept` is how to answer in this context

@@ -42,7 +42,7 @@ enum ProfileCommands {
         let card: VCard? = try? await client.vCard(of: contact)
         let profile = await client.profile(of: contact)
         if let roster = await client.contacts().first(where: { $0.jid == contact }) {
-            lines.append("  roster:     \(roster.name ?? "(no name)"), \(RosterFormat.line(for: roster).components(separatedBy: "  ").dropFirst().joined(separator: "  "))")
+            lines.append("  roster:     \(roster.name.map { "\"\($0)\", " } ?? "")\(RosterFormat.state(of: roster))")
         }
         if let nickname = profile?.nickname { lines.append("  nickname:   \(nickname)") }
         if let card {

@@ -34,13 +34,6 @@ public struct Avatar: Sendable, Equatable {
     public var data: [UInt8]
 }
 
-/// Someone who asked to see our presence and has no answer yet.
-public struct FriendRequest: Sendable, Equatable {
-    public var jid: JID
-    public var message: String?
-    public var nickname: String?
-}
-
 extension ChatCache {
     public func profile(of jid: JID) async throws -> ContactProfile? {
         try await database.read { db in
@@ -87,29 +80,6 @@ extension ChatCache {
             try db.execute(
                 sql: "INSERT OR REPLACE INTO avatar (hash, type, data) VALUES (?, ?, ?)",
                 arguments: [avatar.hash, avatar.type, Data(avatar.data)])
-        }
-    }
-
-    func friendRequests() async throws -> [FriendRequest] {
-        try await database.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM friend_request ORDER BY jid").compactMap { row in
-                guard let jid = try? JID(row["jid"] as String) else { return nil }
-                return FriendRequest(jid: jid, message: row["message"], nickname: row["nickname"])
-            }
-        }
-    }
-
-    func storeFriendRequest(_ request: FriendRequest) async throws {
-        try await database.write { db in
-            try db.execute(
-                sql: "INSERT OR REPLACE INTO friend_request (jid, message, nickname, received_at) VALUES (?, ?, ?, ?)",
-                arguments: [request.jid.bare.description, request.message, request.nickname, Date().timeIntervalSince1970])
-        }
-    }
-
-    func removeFriendRequest(_ jid: JID) async throws {
-        try await database.write { db in
-            try db.execute(sql: "DELETE FROM friend_request WHERE jid = ?", arguments: [jid.bare.description])
         }
     }
 

@@ -68,8 +68,7 @@ public final class ChatCache: Sendable {
         }
         // Contacts' profiles (XEP-0172 nickname, XEP-0084 avatar, XEP-0054 vCard names and
         // XEP-0153 photo) with the hashes they match, so a restart fetches nothing it has;
-        // avatars by hash, shared by whoever uses the same picture; friend requests not yet
-        // answered, which the server only repeats at the next available presence.
+        // avatars by hash, shared by whoever uses the same picture.
         migrator.registerMigration("v3-profiles") { db in
             try db.execute(sql: """
                 CREATE TABLE profile (
@@ -80,8 +79,6 @@ public final class ChatCache: Sendable {
                     vcard_full_name TEXT,
                     vcard_nickname TEXT);
                 CREATE TABLE avatar (hash TEXT PRIMARY KEY NOT NULL, type TEXT NOT NULL, data BLOB NOT NULL);
-                CREATE TABLE friend_request (
-                    jid TEXT PRIMARY KEY NOT NULL, message TEXT, nickname TEXT, received_at DOUBLE NOT NULL);
                 """)
         }
         return migrator

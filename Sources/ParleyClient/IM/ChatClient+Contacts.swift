@@ -26,7 +26,7 @@ extension ChatClient {
             await persist { try await $0.replaceRoster(contacts, version: full[attribute: "ver"]) }
         }
         for contact in roster.values where contact.awaitingApproval { outgoingRequests.insert(contact.jid) }
-        for contact in roster.values where contact.subscription == .from || contact.subscription == .both { await answered(contact.jid) }
+        for contact in roster.values where contact.subscription == .from || contact.subscription == .both { answered(contact.jid) }
         await emit(.rosterChanged(contacts()))
     }
 
@@ -52,7 +52,7 @@ extension ChatClient {
             roster[contact.jid] = contact
             if contact.awaitingApproval { outgoingRequests.insert(contact.jid) }
             // Answered on another device.
-            if contact.subscription == .from || contact.subscription == .both { await answered(contact.jid) }
+            if contact.subscription == .from || contact.subscription == .both { answered(contact.jid) }
             await persist { try await $0.applyRosterPush(upsert: contact, remove: nil, version: version) }
         }
         await send(iq.iqResult())
@@ -73,15 +73,14 @@ extension ChatClient {
         await send(subscriptionPresence("subscribe", to: contact, message: message))
     }
 
-    /// Friend requests that wait for an answer, by JID: received in this session, or in an
-    /// earlier one (the cache keeps them; the server repeats them at each available presence).
+    /// Friend requests that wait for an answer, by JID. The server repeats each at every
+    /// available presence until it is answered, so a session that sent presence has them all.
     public func friendRequests() -> [FriendRequest] {
         friendRequestsByJID.values.sorted { $0.jid < $1.jid }
     }
 
-    private func answered(_ contact: JID) async {
-        guard friendRequestsByJID.removeValue(forKey: contact) != nil else { return }
-        await persist { try await $0.removeFriendRequest(contact) }
+    private func answered(_ contact: JID) {
+        friendRequestsByJID[contact] = nil
     }
 
     /// Accepts a friend request: lets `jid` see our presence and, unless we already see
@@ -89,7 +88,7 @@ extension ChatClient {
     public func accept(_ jid: JID) async {
         let contact = jid.bare
         removalReported.remove(contact)
-        await answered(contact)
+        answered(contact)
         await send(subscriptionPresence("subscribed", to: contact))
         let item = roster[contact]
         let alreadyAsked = outgoingRequests.contains(contact) || item?.awaitingApproval == true
@@ -101,7 +100,7 @@ extension ChatClient {
 
     /// Declines a friend request (or stops `jid` seeing our presence).
     public func decline(_ jid: JID) async {
-        await answered(jid.bare)
+        answered(jid.bare)
         await send(subscriptionPresence("unsubscribed", to: jid.bare))
     }
 
@@ -137,10 +136,7 @@ extension ChatClient {
             let nickname = stanza.firstChild("nick", namespace: ProfileNamespace.nick).flatMap { Self.cleanNickname($0.text) }
             let request = FriendRequest(jid: peer, message: stanza.firstChild("status")?.text, nickname: nickname)
             if let nickname, profiles[peer]?.nickname == nil { await updateProfile(of: peer) { $0.nickname = nickname } }
-            // The server repeats a pending request at every login: tell it once.
-            let repeated = friendRequestsByJID[peer] == request
             friendRequestsByJID[peer] = request
-            if !repeated { await persist { try await $0.storeFriendRequest(request) } }
             await emit(.contactRequest(from: peer, message: request.message))
         case "subscribed":
             outgoingRequests.remove(peer)
@@ -154,7 +150,7 @@ extension ChatClient {
             }
         case "unsubscribe":
             // Also how a request is withdrawn.
-            await answered(peer)
+            answered(peer)
             if removalReported.insert(peer).inserted { await emit(.contactRemoved(peer)) }
         case "error":
             await emit(.stanzaError(id: stanza.id, from: from, error: StanzaError(stanza: stanza) ?? StanzaError(.undefinedCondition)))

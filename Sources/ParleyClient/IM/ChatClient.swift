@@ -46,7 +46,7 @@ public actor ChatClient {
     var memoryAvatars: [String: Avatar] = [:]
     /// Profile fetches under way, so several presences with one hash fetch once.
     var profileFetches: Set<String> = []
-    /// Friend requests not answered yet, by bare JID.
+    /// Friend requests not answered yet, by bare JID, as this session received them.
     var friendRequestsByJID: [JID: FriendRequest] = [:]
     /// Each contact's available resources, from their presence.
     var onlineResources: [JID: [String: OnlineResource]] = [:]
@@ -114,7 +114,6 @@ public actor ChatClient {
                 rosterVersion = cached.version
                 for contact in cached.contacts where contact.awaitingApproval { outgoingRequests.insert(contact.jid) }
                 for profile in try await cache.profiles() { profiles[profile.jid] = profile }
-                for request in try await cache.friendRequests() { friendRequestsByJID[request.jid] = request }
             }
             await xmpp.setInitialPresence(presenceStanza(for: status))
             let inbox = self.inbox
