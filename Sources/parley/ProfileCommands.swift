@@ -20,6 +20,10 @@ enum ProfileCommands {
     static func getAvatar(_ client: ChatClient, of jid: JID, file: String?) async throws -> [String] {
         var avatar = await client.avatar(of: jid)
         if avatar == nil { avatar = try await run { try await client.fetchAvatar(of: jid) } }
+        // No PEP avatar: perhaps a vCard photo (XEP-0153).
+        if avatar == nil, let photo = try? await client.vCard(of: jid).photo {
+            avatar = Avatar(hash: photo.hash, type: photo.type, data: photo.data)
+        }
         guard let avatar else { throw CLIError("\(jid) has no avatar", .refused) }
         let path = file ?? "\(jid.bare).\(fileExtension(avatar.type))"
         do {
