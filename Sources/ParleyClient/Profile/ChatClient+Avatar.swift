@@ -86,7 +86,7 @@ extension ChatClient {
             if await updateProfile(of: contact, { $0.avatarHash = "" }) { await emit(.contactProfileChanged(contact)) }
             return
         }
-        let id = info[attribute: "id"] ?? ""
+        let id = (info[attribute: "id"] ?? "").lowercased()
         if profiles[contact]?.avatarHash == id, await storedAvatar(id) != nil { return }
         if await storedAvatar(id) != nil {
             if await updateProfile(of: contact, { $0.avatarHash = id }) { await emit(.contactProfileChanged(contact)) }
@@ -110,13 +110,15 @@ extension ChatClient {
     /// Fetches the data item `info` names, checks its size and hash, keeps it and records it
     /// as `contact`'s avatar.
     private func fetchAvatarData(of contact: JID, info: XMLElement) async throws -> Avatar {
-        guard let id = info[attribute: "id"]?.lowercased(), id.count == 40 else {
+        // The item is asked for by its id as published; hashes compare in lower case.
+        guard let published = info[attribute: "id"], published.count == 40 else {
             throw ProfileError.malformedAnswer("avatar metadata without a SHA-1 id")
         }
         if let declared = info[attribute: "bytes"].flatMap(Int.init), declared > Self.maximumFetchedAvatarBytes {
             throw ProfileError.avatarTooLarge(bytes: declared, limit: Self.maximumFetchedAvatarBytes)
         }
-        let items = try await PubSub(xmpp: xmpp).items(node: ProfileNamespace.avatarData, at: contact, itemID: id)
+        let id = published.lowercased()
+        let items = try await PubSub(xmpp: xmpp).items(node: ProfileNamespace.avatarData, at: contact, itemID: published)
         guard let text = items.first(where: { $0[attribute: "id"]?.lowercased() == id })?.firstChild("data", namespace: ProfileNamespace.avatarData)?.text
         else { throw ProfileError.malformedAnswer("no avatar data item \(id)") }
         guard let data = try? Base64.decode(text.filter { !$0.isWhitespace }) else {
@@ -127,7 +129,8 @@ extension ChatClient {
         }
         let actual = sha1Hex(data)
         guard actual == id else { throw ProfileError.hashMismatch(expected: id, actual: actual) }
-        let avatar = Avatar(hash: id, type: info[attribute: "type"] ?? ImageInfo(data)?.type ?? "application/octet-stream", data: data)
+        let declaredType = info[attribute: "type"].flatMap(DisplayName.printable).map { String($0.prefix(100)) }
+        let avatar = Avatar(hash: id, type: declaredType ?? ImageInfo(data)?.type ?? "application/octet-stream", data: data)
         await keepAvatar(avatar)
         if await updateProfile(of: contact, { $0.avatarHash = id }) { await emit(.contactProfileChanged(contact)) }
         return avatar
