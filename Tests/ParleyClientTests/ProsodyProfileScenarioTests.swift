@@ -81,6 +81,41 @@ import Testing
         await bobAgain.disconnect()
     }
 
+    /// What another client asks ours: disco#info for the caps node#ver of its presence
+    /// (XEP-0115 §6.2), an unknown node, the software version (XEP-0092). And an avatar taken
+    /// down (XEP-0084 §4.5) is gone on the other side too.
+    @Test func ourClientAnswersCapsDiscoAndVersionAndAvatarRemovalReachesFriends() async throws {
+        let (lena, lenaEvents) = try SharedProsody.client("lena")
+        let (mike, mikeEvents) = try SharedProsody.client("mike")
+        try await lena.connect()
+        try await mike.connect()
+        try await makeFriends(lena, jid("lena"), lenaEvents, mike, jid("mike"), mikeEvents)
+        // Mike's client saw Lena's caps in her presence.
+        try await eventually("Lena's presence with caps") { await mike.resources(of: jid("lena")).first?.capsNode == "https://parley.chat/client" }
+        let lenaFull = try #require(await lena.xmpp.boundJID)
+        func disco(_ node: String?) async throws -> XMLElement {
+            var query = XMLElement("query", namespace: XMLNamespace.discoInfo)
+            if let node { query.setAttribute("node", node) }
+            return try await mike.xmpp.request(XMLElement("iq", namespace: XMLNamespace.client, ["type": "get", "to": lenaFull.description], [query]))
+        }
+        let ver = EntityCapabilities.ver(identities: [EntityCapabilities.Identity(category: "client", type: "pc", name: "Parley")], features: try await disco(nil)
+            .firstChild("query", namespace: XMLNamespace.discoInfo)!.children("feature").compactMap { $0[attribute: "var"] })
+        let answer = try await disco("https://parley.chat/client#\(ver)").firstChild("query", namespace: XMLNamespace.discoInfo)
+        #expect(answer?[attribute: "node"] == "https://parley.chat/client#\(ver)")
+        #expect(answer?.children("feature").contains { $0[attribute: "var"] == "urn:xmpp:avatar:metadata+notify" } == true)
+        await #expect(throws: StanzaError(.itemNotFound, text: "No such node.")) { try await disco("https://parley.chat/client#wrong") }
+        let version = try await mike.softwareVersion(of: lenaFull)
+        #expect(version.name == "Parley" && version.version == "0.1.0" && version.os == nil)
+
+        try await lena.setAvatar(samplePNG(width: 4, height: 4))
+        try await eventually("Mike has Lena's avatar") { await mike.avatar(of: jid("lena")) != nil }
+        try await lena.removeAvatar()
+        try await eventually("Lena's avatar is gone for Mike") { await mike.avatar(of: jid("lena")) == nil }
+        #expect(await mike.profile(of: jid("lena"))?.avatarHash == "")
+        await lena.disconnect()
+        await mike.disconnect()
+    }
+
     @Test func vCardIsWrittenAndReadAndItsPhotoHashInPresenceBringsItToFriends() async throws {
         let (carol, carolEvents) = try SharedProsody.client("carol")
         let (dave, daveEvents) = try SharedProsody.client("dave")

@@ -9,7 +9,7 @@ struct SharedProsody: SuiteTrait, TestScoping {
     @TaskLocal static var current: ProsodyServer?
 
     static let users = [
-        "alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan", "judy", "kim", "cli", "clifriend",
+        "alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan", "judy", "kim", "cli", "clifriend", "lena", "mike",
         "legacy@legacy.localhost",
     ]
     static func password(_ user: String) -> String { "\(user)'s password" }
