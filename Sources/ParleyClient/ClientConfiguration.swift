@@ -41,6 +41,10 @@ public struct ClientConfiguration: Sendable {
     public var connectTimeout: Duration = .seconds(20)
     /// Send initial presence once connected (needed to receive messages sent to the bare JID).
     public var sendsInitialPresence = true
+    /// The priority of this session's presence (RFC 6121 §4.7.2.3). A negative one receives
+    /// no messages sent to the bare JID and no offline messages, but still the friend
+    /// requests waiting for an answer: what a short-lived look at the roster wants.
+    public var initialPriority: Int8 = 0
     /// Use XEP-0198 when the server offers it: acknowledgements, so nothing unacknowledged is
     /// forgotten, and resumption of the session after a dropped connection.
     public var streamManagement = true

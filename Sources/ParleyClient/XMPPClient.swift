@@ -44,6 +44,10 @@ public actor XMPPClient {
     /// `managed` belongs to the current connection (not to one that dropped).
     var managedIsLive = false
     private var nextID = 0
+    /// The presence sent when a new session starts (see `setInitialPresence`).
+    private var initialPresence = XMLElement("presence", namespace: XMLNamespace.client)
+    /// XEP-0352: what the application last said (nil: never said, so the server's default).
+    var clientState: Bool?
     /// Which connection is current: callbacks of an older one (closed by `disconnect()` or
     /// replaced by a reconnect) are ignored instead of ending the new one.
     private var generation = 0
@@ -183,23 +187,6 @@ public actor XMPPClient {
         connectionEnded(.connectionLost("cannot connect to \(tried.joined(separator: ", ")): \(reason)"))
     }
 
-    /// Where to connect, in order: the configured host, else the domain's SRV records
-    /// (RFC 6120 §3.2.1; `_xmpps-client` for direct TLS, XEP-0368), else the domain itself
-    /// on the default port (§3.2.2).
-    static func candidates(for configuration: ClientConfiguration) async -> [ClientConfiguration] {
-        if configuration.host != nil { return [configuration] }
-        let service = configuration.security == .directTLS ? "_xmpps-client._tcp" : "_xmpp-client._tcp"
-        var candidates: [ClientConfiguration] = []
-        for record in await SRVResolver.lookup(service: service, domain: configuration.jid.domainpart) {
-            var candidate = configuration
-            candidate.host = record.target.hasSuffix(".") ? String(record.target.dropLast()) : record.target
-            candidate.port = Int(record.port)
-            candidates.append(candidate)
-        }
-        candidates.append(configuration)
-        return candidates
-    }
-
     private func established(_ jid: JID, features: XMLElement?, start: SessionStart) {
         guard state == .connecting else { return }
         state = .connected
@@ -230,10 +217,12 @@ public actor XMPPClient {
             managedIsLive = managed != nil
             eventSink.yield(.connected(jid: jid))
             if configuration.sendsInitialPresence {
-                transmit(XMLElement("presence", namespace: XMLNamespace.client))
+                transmit(initialPresence)
             }
             for stanza in resend { transmit(stanza) }
         }
+        // XEP-0352 §5: a server need not keep the state across sessions (nor resumptions).
+        if let clientState { sendClientState(clientState) }
         // What the application sent while we were away goes out now, in order.
         let queued = outbox
         outbox = []
@@ -325,6 +314,15 @@ public actor XMPPClient {
         } else {
             outbox.append(stanza)
         }
+    }
+
+    /// The presence that starts each new session (when `sendsInitialPresence`): a layer
+    /// above sets its status, priority and capabilities here so the first presence contacts
+    /// see is already the right one.
+    public func setInitialPresence(_ presence: XMLElement) {
+        var presence = presence
+        presence.namespace = XMLNamespace.client
+        initialPresence = presence
     }
 
     /// Asks the server for a pong (XEP-0199). The server answers in order, so once this

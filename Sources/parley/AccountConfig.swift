@@ -28,8 +28,7 @@ struct AccountConfig: Decodable {
     }
 
     static var defaultPath: String {
-        let base = ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"] ?? (NSHomeDirectory() + "/.config")
-        return base + "/parley/config.json"
+        UserDirectories.current.config + "/parley/config.json"
     }
 
     /// Reads the file; a missing default file is an empty configuration, a missing explicit
@@ -71,7 +70,6 @@ struct AccountConfig: Decodable {
     }
 
     static func defaultCachePath(for jid: JID) -> String {
-        let base = ProcessInfo.processInfo.environment["XDG_DATA_HOME"] ?? (NSHomeDirectory() + "/.local/share")
-        return base + "/parley/\(jid.bare).sqlite"
+        UserDirectories.current.data + "/parley/\(jid.bare).sqlite"
     }
 }

@@ -66,9 +66,10 @@ struct AccountOptions: ParsableArguments {
     /// Unless `online`, the session sends no presence: it is not "online" for contacts, and
     /// messages to the account wait in offline storage for a real session instead of coming
     /// to one that is about to go.
-    func withClient<T>(online: Bool = false, _ body: (ChatClient) async throws -> T) async throws -> T {
+    func withClient<T>(online: Bool = false, priority: Int8 = 0, _ body: (ChatClient) async throws -> T) async throws -> T {
         var (configuration, cachePath) = try resolve(reconnect: false)
         configuration.sendsInitialPresence = online
+        configuration.initialPriority = priority
         do {
             let client = try ChatClient(configuration: configuration, cachePath: cachePath, logger: logger)
             try await client.connect()

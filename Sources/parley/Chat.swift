@@ -15,7 +15,11 @@ struct Chat: AsyncParsableCommand {
         /roster              list contacts                /chats        conversations with unread counts
         /to JID              talk to JID                  /history JID  recent messages with JID
         /recall              take back your last message to the current contact
-        /status [available|away|dnd|xa] [text]            /quit         /help
+        /status [available|away|dnd|xa] [text]
+        /nick NAME           your nickname                /whois JID    name, vCard, avatar, last seen, devices
+        /avatar set FILE     your picture (PNG, JPEG…)    /avatar get JID [FILE]   save JID's picture
+        /bookmarks [add ROOM [name] | remove ROOM]        group chats you keep
+        /quit                /help
         Any other line is sent to the contact chosen with /to.
         """
 
@@ -29,9 +33,11 @@ struct Chat: AsyncParsableCommand {
         }
         let me = configuration.jid.bare
         let printer = Task {
+            var progress = DeliveryProgress()
             for await event in client.events {
                 // The server echoes our own presence back; the user knows it already.
                 if case .presence(let update) = event, update.from.bare == me { continue }
+                guard progress.isNews(event) else { continue }
                 let line = await MessageFormat.line(for: event, me: me) { id in try? await client.storedMessage(id: id) }
                 if let line { print(line) }
             }

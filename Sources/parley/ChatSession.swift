@@ -49,14 +49,42 @@ struct ChatSession {
                 print(Terminal.paint("removed \(jid)", .gray))
             case "/roster":
                 let contacts = await client.contacts()
-                if contacts.isEmpty { print(Terminal.paint("no contacts yet: /add JID", .gray)) }
-                for contact in contacts { print(RosterFormat.line(for: contact)) }
+                let requests = await client.friendRequests()
+                if contacts.isEmpty, requests.isEmpty { print(Terminal.paint("no contacts yet: /add JID", .gray)) }
+                var names: [JID: String] = [:]
+                for contact in contacts { names[contact.jid] = await client.displayName(for: contact.jid) }
+                for line in RosterFormat.lines(contacts: contacts, requests: requests, displayName: { names[$0] ?? $0.description }, accept: "/accept") {
+                    print(line)
+                }
             case "/chats":
                 for conversation in try await client.conversations() {
                     let unread = conversation.unreadCount > 0 ? Terminal.paint(" (\(conversation.unreadCount) unread)", .yellow) : ""
                     let last = conversation.lastMessage.map { ": \($0.body)" } ?? ""
-                    print("\(conversation.peer)\(unread)\(last)")
+                    let name = RosterFormat.named(conversation.peer, await client.displayName(for: conversation.peer))
+                    print("\(name)\(unread)\(last)")
                 }
+            case "/avatar":
+                let words = (rest ?? "").split(separator: " ", maxSplits: 1).map(String.init)
+                switch argument {
+                case "set":
+                    guard let file = words.first else { throw CLIError("usage: /avatar set FILE", .usage) }
+                    printLines(try await ProfileCommands.setAvatar(client, file: rest ?? file))
+                case "get":
+                    let jid = try jidArgument(words.first, usage: "/avatar get JID [FILE]")
+                    printLines(try await ProfileCommands.getAvatar(client, of: jid, file: words.count > 1 ? words[1] : nil))
+                default:
+                    throw CLIError("usage: /avatar set FILE   or   /avatar get JID [FILE]", .usage)
+                }
+            case "/nick":
+                let name = [argument, rest].compactMap { $0 }.joined(separator: " ")
+                guard !name.isEmpty else { throw CLIError("usage: /nick NAME", .usage) }
+                printLines(try await ProfileCommands.setNickname(client, name))
+            case "/whois":
+                let jid = try jidArgument(argument ?? current?.description, usage: "/whois JID")
+                printLines(try await ProfileCommands.whois(client, jid))
+            case "/bookmarks":
+                let words = [argument].compactMap { $0 } + (rest ?? "").split(separator: " ").map(String.init)
+                printLines(try await ProfileCommands.bookmarks(client, words))
             case "/to":
                 let jid = try jidArgument(argument, usage: "/to JID")
                 current = jid
@@ -90,6 +118,10 @@ struct ChatSession {
             print(Terminal.paint("\(error)", .red))
         }
         return true
+    }
+
+    private func printLines(_ lines: [String]) {
+        for line in lines { print(line) }
     }
 
     private func jidArgument(_ text: String?, usage: String) throws -> JID {

@@ -4,7 +4,14 @@ import ParleyCore
 
 /// How contacts, messages and events look on the terminal (colour only on a TTY).
 enum RosterFormat {
-    static func line(for contact: Contact) -> String {
+    /// "Bob Smith (bob@example.org)  friends", or "bob@example.org  friends" when the display
+    /// name says nothing more than the JID.
+    static func line(for contact: Contact, displayName: String? = nil) -> String {
+        "\(named(contact.jid, displayName))  \(state(of: contact))"
+    }
+
+    /// "friends", or "not subscribed, request sent, waiting for an answer".
+    static func state(of contact: Contact) -> String {
         let state: String
         switch contact.subscription {
         case .both: state = "friends"
@@ -12,9 +19,29 @@ enum RosterFormat {
         case .from: state = "they see you"
         case .none: state = "not subscribed"
         }
-        let pending = contact.awaitingApproval ? ", request pending" : ""
-        let name = contact.name.map { " (\($0))" } ?? ""
-        return "\(contact.jid)\(name)  \(state)\(pending)"
+        let pending = contact.awaitingApproval ? Terminal.paint(", request sent, waiting for an answer", .yellow) : ""
+        return state + pending
+    }
+
+    /// A request waiting for the user's answer; `accept` is how to answer in this context
+    /// ("parley accept" from a shell, "/accept" in the chat).
+    static func line(for request: FriendRequest, accept: String) -> String {
+        let note = request.message.map { ": \"\($0)\"" } ?? ""
+        let line = "\(named(request.jid, request.nickname))  wants to be your friend\(note) — \(accept) \(request.jid)"
+        return Terminal.paint(line, .magenta, bold: true)
+    }
+
+    /// The roster, then the requests waiting for an answer.
+    static func lines(contacts: [Contact], requests: [FriendRequest], displayName: (JID) -> String, accept: String) -> [String] {
+        let asking = Set(requests.map(\.jid))
+        return requests.map { line(for: $0, accept: accept) }
+            + contacts.filter { !asking.contains($0.jid) || $0.subscription != .none || $0.awaitingApproval }
+            .map { line(for: $0, displayName: displayName($0.jid)) }
+    }
+
+    static func named(_ jid: JID, _ displayName: String?) -> String {
+        guard let displayName, displayName != jid.localpart, displayName != jid.description else { return jid.description }
+        return "\(displayName) (\(jid))"
     }
 }
 
@@ -91,6 +118,8 @@ enum MessageFormat {
             return Terminal.paint("\(jid) removed you", .magenta)
         case .rosterChanged:
             return nil
+        case .contactProfileChanged(let jid):
+            return jid == me ? nil : Terminal.paint("\(jid) updated their profile (/whois \(jid))", .gray)
         case .stanzaError(_, let from, let error):
             let target = from.map { " (\($0))" } ?? ""
             return Terminal.paint("error\(target): \(error.text ?? error.condition.rawValue)", .red)
@@ -113,5 +142,26 @@ enum MessageFormat {
         let (whole, fraction) = duration.components
         let value = Double(whole) + Double(fraction) / 1e18
         return value >= 1 ? "\(Int(value.rounded())) s" : String(format: "%.1f s", value)
+    }
+}
+
+/// What the chat has shown of each sent message's way: a step is printed once, and only
+/// forward (pending → sent → delivered → read), whatever order and how many times the
+/// server's acknowledgement, receipts (one per device of the recipient) and markers arrive.
+struct DeliveryProgress {
+    private var shown: [String: StoredMessage.DeliveryState] = [:]
+
+    /// False for a delivery step the screen already shows, or a smaller one.
+    mutating func isNews(_ event: ClientEvent) -> Bool {
+        let step: (String, StoredMessage.DeliveryState)
+        switch event {
+        case .sent(let id): step = (id, .sent)
+        case .delivered(let id, _): step = (id, .delivered)
+        case .displayed(let id, _): step = (id, .read)
+        default: return true
+        }
+        if let before = shown[step.0], before >= step.1 { return false }
+        shown[step.0] = step.1
+        return true
     }
 }

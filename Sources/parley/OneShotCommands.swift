@@ -34,15 +34,86 @@ struct Send: AsyncParsableCommand {
 }
 
 struct Roster: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List contacts and their subscription state.")
+    static let configuration = CommandConfiguration(
+        abstract: "List contacts, their subscription state, and friend requests waiting for an answer.")
     @OptionGroup var account: AccountOptions
 
     func run() async throws {
-        let contacts = try await account.withClient { client in
+        // Available with a negative priority: the server then repeats the friend requests
+        // waiting for an answer (RFC 6121 §3.1.3), but routes no messages here.
+        let lines = try await account.withClient(online: true, priority: -1) { client in
             try await client.refreshRoster()
-            return await client.contacts()
+            try await client.settle()
+            let contacts = await client.contacts()
+            var names: [JID: String] = [:]
+            for contact in contacts { names[contact.jid] = await client.displayName(for: contact.jid) }
+            return RosterFormat.lines(
+                contacts: contacts, requests: await client.friendRequests(), displayName: { names[$0] ?? $0.description },
+                accept: "parley accept")
         }
-        for contact in contacts { print(RosterFormat.line(for: contact)) }
+        for line in lines { print(line) }
+    }
+}
+
+struct Whois: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show a contact's names, vCard, avatar, last activity and devices.")
+    @OptionGroup var account: AccountOptions
+    @Argument(help: "The contact's JID.") var contact: String
+
+    func run() async throws {
+        let contact = try parseJID(contact)
+        let lines = try await account.withClient(online: true, priority: -1) { client in
+            // Their presence (which devices are online) comes after ours.
+            try await client.settle()
+            return try await ProfileCommands.whois(client, contact)
+        }
+        for line in lines { print(line) }
+    }
+}
+
+struct Nick: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Set your nickname (XEP-0172).")
+    @OptionGroup var account: AccountOptions
+    @Argument(help: "The nickname.") var name: String
+
+    func run() async throws {
+        let lines = try await account.withClient { try await ProfileCommands.setNickname($0, name) }
+        for line in lines { print(line) }
+    }
+}
+
+struct AvatarCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "avatar", abstract: "Set your avatar (avatar set FILE) or save a contact's (avatar get JID [FILE]).")
+    @OptionGroup var account: AccountOptions
+    @Argument(help: "set or get.") var action: String
+    @Argument(help: "set: the image file; get: the contact's JID.") var target: String
+    @Argument(help: "get: where to save it.") var file: String?
+
+    func run() async throws {
+        let lines: [String]
+        switch action {
+        case "set":
+            lines = try await account.withClient { try await ProfileCommands.setAvatar($0, file: target) }
+        case "get":
+            let contact = try parseJID(target)
+            lines = try await account.withClient { try await ProfileCommands.getAvatar($0, of: contact, file: file) }
+        default:
+            throw CLIError("usage: parley avatar set FILE | parley avatar get JID [FILE]", .usage)
+        }
+        for line in lines { print(line) }
+    }
+}
+
+struct Bookmarks: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List, add or remove group chat bookmarks.")
+    @OptionGroup var account: AccountOptions
+    @Argument(help: "list (default), add ROOM [name], or remove ROOM.") var words: [String] = []
+
+    func run() async throws {
+        let words = words
+        let lines = try await account.withClient { try await ProfileCommands.bookmarks($0, words) }
+        for line in lines { print(line) }
     }
 }
 

@@ -46,9 +46,11 @@ struct CLIChatTerminalTests {
                 try await alice.waitFor("talking to bob@localhost")
                 try alice.type("hello from alice's terminal")
                 try await bob.waitFor("alice@localhost: hello from alice's terminal")
-                // Each step of the message's way shows on the sender's screen.
-                try await alice.waitFor("✓ sent: “hello from alice's terminal”")
+                // The message's way shows on the sender's screen, forward only: the server's
+                // acknowledgement ("✓ sent") shows unless Bob's receipt overtook it.
                 try await alice.waitFor("✓✓ delivered: “hello from alice's terminal”")
+                let afterDelivered = alice.screen.components(separatedBy: "✓✓ delivered: “hello from alice's terminal”").last ?? ""
+                #expect(!afterDelivered.contains("✓ sent: “hello from alice's terminal”"), "\(alice.screen)")
                 try bob.type("/to alice@localhost")
                 try await bob.waitFor("talking to alice@localhost")
                 try bob.type("hi alice, bob here")

@@ -67,20 +67,26 @@ struct CLI {
     let fingerprint: String
 
     init(server: TestServer) throws {
-        home = server.directory + "/home"
-        port = server.running.c2sPort
-        fingerprint = server.running.certificateFingerprint!
+        try self.init(home: server.directory + "/home", port: server.running.c2sPort, fingerprint: server.running.certificateFingerprint!)
+    }
+
+    init(home: String, port: Int, fingerprint: String) throws {
+        self.home = home
+        self.port = port
+        self.fingerprint = fingerprint
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
     }
 
     func config(_ user: String) -> String { "\(home)/\(user).json" }
 
-    func writeConfig(_ user: String, password: String?, trust: Bool = true, mode: Int = 0o600) throws {
+    func writeConfig(_ user: String, password: String?, trust: Bool = true, mode: Int = 0o600, at path: String? = nil) throws {
         var object: [String: Any] = ["jid": "\(user)@localhost", "host": "127.0.0.1", "port": port]
         if trust { object["trusted_fingerprint"] = fingerprint }
         if let password { object["password"] = password }
-        try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: config(user)))
-        try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: config(user))
+        let file = path ?? config(user)
+        try FileManager.default.createDirectory(atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: file))
+        try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: file)
     }
 
     struct Result {
@@ -89,11 +95,12 @@ struct CLI {
         var stderr: String
     }
 
-    func run(_ arguments: [String], password: String? = nil) async throws -> Result {
+    /// `environment` replaces the usual one (private HOME and XDG directories).
+    func run(_ arguments: [String], password: String? = nil, environment custom: [String: String]? = nil) async throws -> Result {
         let process = Process()
         process.executableURL = Self.executable
         process.arguments = arguments
-        var environment = ["HOME": home, "XDG_CONFIG_HOME": home + "/config", "XDG_DATA_HOME": home + "/data", "PATH": "/usr/bin:/bin"]
+        var environment = custom ?? ["HOME": home, "XDG_CONFIG_HOME": home + "/config", "XDG_DATA_HOME": home + "/data", "PATH": "/usr/bin:/bin"]
         if let password { environment["PARLEY_PASSWORD"] = password }
         process.environment = environment
         let out = Pipe()

@@ -98,7 +98,10 @@ final class ProsodyServer: @unchecked Sendable {
     /// Writes the configuration, creates `users` (name: password) with prosodyctl, starts
     /// Prosody in the foreground and returns once it listens.
     /// `modules` are enabled on top of the basic set (for example "smacks", "mam").
-    static func start(users: [String: String], modules: [String] = []) async throws -> ProsodyServer {
+    /// A user named "name@host" is created on `host`, one of `extraHosts` (virtual hosts that
+    /// lack the modules listed for them), instead of on localhost.
+    /// `options` are more global settings, as Lua lines.
+    static func start(users: [String: String], modules: [String] = [], extraHosts: [String: [String]] = [:], options: String = "") async throws -> ProsodyServer {
         for tool in [executable, control] where !FileManager.default.isExecutableFile(atPath: tool) {
             throw Failure(description: "\(tool) is missing: the Prosody interop test needs Debian's prosody 0.12 package (run scripts/install-deps.sh, or apt-get install prosody)")
         }
@@ -115,10 +118,12 @@ final class ProsodyServer: @unchecked Sendable {
         // The port is free when probed but could be taken before Prosody binds it: try again.
         for _ in 0..<3 {
             let port = try LoopbackPort.unusedBelowEphemeralRange()
-            try writeConfig(directory: directory, port: port, modules: modules)
+            try writeConfig(directory: directory, port: port, modules: modules, extraHosts: extraHosts, options: options)
             if !FileManager.default.fileExists(atPath: directory + "/data/localhost/accounts") {
                 for (user, password) in users.sorted(by: { $0.key < $1.key }) {
-                    let (status, output) = try await run(control, ["--config", configPath(in: directory), "register", user, "localhost", password], in: directory)
+                    let parts = user.split(separator: "@").map(String.init)
+                    let (name, host) = parts.count == 2 ? (parts[0], parts[1]) : (user, "localhost")
+                    let (status, output) = try await run(control, ["--config", configPath(in: directory), "register", name, host, password], in: directory)
                     guard status == 0 else {
                         throw Failure(description: "prosodyctl register \(user) failed with status \(status):\n\(output)")
                     }
@@ -148,7 +153,7 @@ final class ProsodyServer: @unchecked Sendable {
         throw Failure(description: "Prosody did not start: \(lastFailure)\n--- prosody.log ---\n\(log)\n--- output ---\n\(out)")
     }
 
-    private static func writeConfig(directory: String, port: Int, modules: [String]) throws {
+    private static func writeConfig(directory: String, port: Int, modules: [String], extraHosts: [String: [String]], options: String) throws {
         func lua(_ text: String) -> String {
             "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
         }
@@ -174,9 +179,12 @@ final class ProsodyServer: @unchecked Sendable {
                 \(modules.map { lua($0) + ";" }.joined(separator: " "))
             }
             ssl = { certificate = \(lua(directory + "/certs/localhost.crt")), key = \(lua(directory + "/certs/localhost.key")) }
+            \(options)
             VirtualHost "localhost"
 
-            """
+            """ + extraHosts.sorted(by: { $0.key < $1.key }).map { host, disabled in
+                "VirtualHost \(lua(host))\n    modules_disabled = { \(disabled.map { lua($0) + ";" }.joined(separator: " ")) }\n"
+            }.joined()
         try config.write(toFile: configPath(in: directory), atomically: true, encoding: .utf8)
     }
 
@@ -202,7 +210,7 @@ final class ProsodyServer: @unchecked Sendable {
 
     /// A client configuration for `username`: STARTTLS to this Prosody, its certificate pinned.
     func configuration(for username: String, password: String) throws -> ClientConfiguration {
-        var configuration = ClientConfiguration(jid: try JID("\(username)@localhost"), password: password)
+        var configuration = ClientConfiguration(jid: try JID(username.contains("@") ? username : "\(username)@localhost"), password: password)
         configuration.host = "127.0.0.1"
         configuration.port = port
         configuration.security = .startTLS

@@ -66,6 +66,21 @@ public final class ChatCache: Sendable {
                 CREATE INDEX message_by_archive_position ON message (archive_position);
                 """)
         }
+        // Contacts' profiles (XEP-0172 nickname, XEP-0084 avatar, XEP-0054 vCard names and
+        // XEP-0153 photo) with the hashes they match, so a restart fetches nothing it has;
+        // avatars by hash, shared by whoever uses the same picture.
+        migrator.registerMigration("v3-profiles") { db in
+            try db.execute(sql: """
+                CREATE TABLE profile (
+                    jid TEXT PRIMARY KEY NOT NULL,
+                    nickname TEXT,
+                    avatar_hash TEXT,
+                    vcard_photo_hash TEXT,
+                    vcard_full_name TEXT,
+                    vcard_nickname TEXT);
+                CREATE TABLE avatar (hash TEXT PRIMARY KEY NOT NULL, type TEXT NOT NULL, data BLOB NOT NULL);
+                """)
+        }
         return migrator
     }
 

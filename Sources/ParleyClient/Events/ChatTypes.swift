@@ -61,3 +61,13 @@ public struct Contact: Sendable, Equatable, Hashable {
     /// Both see each other's presence: what chat apps call friends.
     public var isMutual: Bool { subscription == .both }
 }
+
+/// Someone who asked to see our presence and has no answer yet. The server repeats such
+/// requests at every available presence until they are answered (RFC 6121 §3.1.3), so a
+/// session knows them all without keeping them anywhere.
+public struct FriendRequest: Sendable, Equatable {
+    public var jid: JID
+    public var message: String?
+    /// The name they gave with the request (XEP-0172 §4.2).
+    public var nickname: String?
+}

@@ -34,6 +34,9 @@ public enum ClientEvent: Sendable, Equatable {
     case contactDeclined(JID)
     case contactRemoved(JID)
     case rosterChanged([Contact])
+    /// What we know of a contact's profile changed: their avatar (XEP-0084, or the vCard
+    /// photo of XEP-0153), nickname (XEP-0172) or vCard names. Also for our own account.
+    case contactProfileChanged(JID)
     /// A stanza error for something this client sent.
     case stanzaError(id: String?, from: JID?, error: StanzaError)
 }

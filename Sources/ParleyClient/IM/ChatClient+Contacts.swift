@@ -26,6 +26,7 @@ extension ChatClient {
             await persist { try await $0.replaceRoster(contacts, version: full[attribute: "ver"]) }
         }
         for contact in roster.values where contact.awaitingApproval { outgoingRequests.insert(contact.jid) }
+        for contact in roster.values where contact.subscription == .from || contact.subscription == .both { answered(contact.jid) }
         await emit(.rosterChanged(contacts()))
     }
 
@@ -50,6 +51,8 @@ extension ChatClient {
         } else if let contact = Contact(rosterItem: item) {
             roster[contact.jid] = contact
             if contact.awaitingApproval { outgoingRequests.insert(contact.jid) }
+            // Answered on another device.
+            if contact.subscription == .from || contact.subscription == .both { answered(contact.jid) }
             await persist { try await $0.applyRosterPush(upsert: contact, remove: nil, version: version) }
         }
         await send(iq.iqResult())
@@ -70,11 +73,22 @@ extension ChatClient {
         await send(subscriptionPresence("subscribe", to: contact, message: message))
     }
 
+    /// Friend requests that wait for an answer, by JID. The server repeats each at every
+    /// available presence until it is answered, so a session that sent presence has them all.
+    public func friendRequests() -> [FriendRequest] {
+        friendRequestsByJID.values.sorted { $0.jid < $1.jid }
+    }
+
+    private func answered(_ contact: JID) {
+        friendRequestsByJID[contact] = nil
+    }
+
     /// Accepts a friend request: lets `jid` see our presence and, unless we already see
     /// theirs or asked to, asks to see theirs so that the friendship goes both ways.
     public func accept(_ jid: JID) async {
         let contact = jid.bare
         removalReported.remove(contact)
+        answered(contact)
         await send(subscriptionPresence("subscribed", to: contact))
         let item = roster[contact]
         let alreadyAsked = outgoingRequests.contains(contact) || item?.awaitingApproval == true
@@ -86,6 +100,7 @@ extension ChatClient {
 
     /// Declines a friend request (or stops `jid` seeing our presence).
     public func decline(_ jid: JID) async {
+        answered(jid.bare)
         await send(subscriptionPresence("unsubscribed", to: jid.bare))
     }
 
@@ -100,6 +115,10 @@ extension ChatClient {
     private func subscriptionPresence(_ type: String, to contact: JID, message: String? = nil) -> XMLElement {
         var presence = XMLElement("presence", namespace: XMLNamespace.client, ["to": contact.description, "type": type])
         if let message, !message.isEmpty { presence.append(XMLElement("status", text: message)) }
+        // XEP-0172 §4.2: a request says who asks, before the other side can read our PEP.
+        if type == "subscribe", let nickname = profiles[ownBareJID]?.nickname {
+            presence.append(XMLElement("nick", namespace: ProfileNamespace.nick, text: nickname))
+        }
         return presence
     }
 
@@ -114,7 +133,11 @@ extension ChatClient {
                 return await send(subscriptionPresence("subscribed", to: peer))
             }
             removalReported.remove(peer)
-            await emit(.contactRequest(from: peer, message: stanza.firstChild("status")?.text))
+            let nickname = stanza.firstChild("nick", namespace: ProfileNamespace.nick).flatMap { Self.cleanNickname($0.text) }
+            let request = FriendRequest(jid: peer, message: stanza.firstChild("status")?.text, nickname: nickname)
+            if let nickname, profiles[peer]?.nickname == nil { await updateProfile(of: peer) { $0.nickname = nickname } }
+            friendRequestsByJID[peer] = request
+            await emit(.contactRequest(from: peer, message: request.message))
         case "subscribed":
             outgoingRequests.remove(peer)
             removalReported.remove(peer)
@@ -126,11 +149,17 @@ extension ChatClient {
                 await emit(.contactRemoved(peer))
             }
         case "unsubscribe":
+            // Also how a request is withdrawn.
+            answered(peer)
             if removalReported.insert(peer).inserted { await emit(.contactRemoved(peer)) }
         case "error":
             await emit(.stanzaError(id: stanza.id, from: from, error: StanzaError(stanza: stanza) ?? StanzaError(.undefinedCondition)))
         default:
-            if let update = PresenceUpdate(stanza) { await emit(.presence(update)) }
+            guard let update = PresenceUpdate(stanza) else { return }
+            trackResource(stanza, update)
+            // Our own presence comes back with what we put in it: nothing to learn.
+            if update.show != .unavailable, peer != ownBareJID { vcardUpdateInPresence(stanza, from: peer) }
+            await emit(.presence(update))
         }
     }
 

@@ -54,14 +54,22 @@ extension ChatClient {
     func handleMessage(_ stanza: XMLElement, answersReceipts: Bool = true) async {
         if collectArchiveResult(stanza) { return }
         if await handleCarbon(stanza) { return }
+        if await handlePubSubEvent(stanza) { return }
         guard let message = IncomingMessage(stanza, ownBareJID: ownBareJID) else { return }
         if message.type == "error" {
             let error = StanzaError(stanza: stanza) ?? StanzaError(.undefinedCondition)
             return await emit(.stanzaError(id: message.id, from: message.from, error: error))
         }
         if let receipt = message.receiptFor, !receipt.isEmpty {
-            await persist { try await $0.advance(id: receipt, peer: message.from, to: .delivered) }
-            await emit(.delivered(messageID: receipt, by: message.from))
+            // Each of the recipient's devices may confirm the same message (and a read marker
+            // may have come first): only a step forward is news. A message the cache never
+            // saw (sent around it, with `xmpp.send`) has no state to compare with: reported.
+            let news = await persisted(or: true) { cache in
+                try await cache.advance(id: receipt, peer: message.from, to: .delivered) ? true : try await cache.message(id: receipt) == nil
+            }
+            if news {
+                await emit(.delivered(messageID: receipt, by: message.from))
+            }
         }
         if let displayed = message.displayedMarker {
             if await persisted(or: true, { try await $0.markReadUpTo(id: displayed, peer: message.from) }) { await emit(.displayed(messageID: displayed, by: message.from)) }

@@ -40,6 +40,18 @@ public actor ChatClient {
     var archivePages: [String: [ArchiveItem]] = [:]
     /// The last message each contact was told we displayed (XEP-0333), to not repeat it.
     var displayedMarkersSent: [JID: String] = [:]
+    /// Profiles by bare JID, as cached (see ChatClient+Profiles).
+    var profiles: [JID: ContactProfile] = [:]
+    /// Avatars by hash, for a client without a cache.
+    var memoryAvatars: [String: Avatar] = [:]
+    /// Profile fetches under way, so several presences with one hash fetch once.
+    var profileFetches: Set<String> = []
+    /// Friend requests not answered yet, by bare JID, as this session received them.
+    var friendRequestsByJID: [JID: FriendRequest] = [:]
+    /// Each contact's available resources, from their presence.
+    var onlineResources: [JID: [String: OnlineResource]] = [:]
+    /// XEP-0402 (true) or XEP-0048 (false) bookmarks, once asked in this session.
+    var nativeBookmarks: Bool?
     private var installed = false
     private let inbox: AsyncStream<InboxItem>.Continuation
 
@@ -101,7 +113,9 @@ public actor ChatClient {
                 for contact in cached.contacts { roster[contact.jid] = contact }
                 rosterVersion = cached.version
                 for contact in cached.contacts where contact.awaitingApproval { outgoingRequests.insert(contact.jid) }
+                for profile in try await cache.profiles() { profiles[profile.jid] = profile }
             }
+            await xmpp.setInitialPresence(presenceStanza(for: status))
             let inbox = self.inbox
             await xmpp.addStanzaHandler { stanza in inbox.yield(.stanza(stanza)) }
             await xmpp.addAcknowledgementHandler { stanzas in inbox.yield(.acknowledged(stanzas)) }
@@ -136,6 +150,7 @@ public actor ChatClient {
     private func sessionStarted(_ jid: JID, resumed: Bool) async {
         if !resumed {
             archiveAvailable = true
+            nativeBookmarks = nil
             do {
                 try await refreshRoster()
             } catch ClientError.disconnected {
@@ -143,8 +158,6 @@ public actor ChatClient {
             } catch {
                 logger.warning("roster fetch failed", metadata: ["error": "\(error)"])
             }
-            // The XMPP client announced plain availability; say what the user chose instead.
-            if status != Status() { await xmpp.send(presenceStanza(for: status)) }
             await enableCarbons()
         }
         do {
@@ -159,8 +172,18 @@ public actor ChatClient {
     /// Sets the user's availability and status text, now and after every reconnect.
     public func setStatus(_ show: PresenceUpdate.Show, text: String? = nil) async {
         status = Status(show: show, text: text)
-        // While disconnected, `sessionStarted` sends it; queueing it too would send it twice.
-        if await xmpp.boundJID != nil { await xmpp.send(presenceStanza(for: status)) }
+        let presence = presenceStanza(for: status)
+        await xmpp.setInitialPresence(presence)
+        // While disconnected, the next session starts with it; queueing it too would send it twice.
+        if await xmpp.boundJID != nil { await xmpp.send(presence) }
+    }
+
+    /// Our presence changed (its vCard photo hash): contacts learn of it now, and the next
+    /// session starts with it.
+    func republishPresence() async {
+        let presence = presenceStanza(for: status)
+        await xmpp.setInitialPresence(presence)
+        if await xmpp.boundJID != nil, xmpp.configuration.sendsInitialPresence { await xmpp.send(presence) }
     }
 
     private func presenceStanza(for status: Status) -> XMLElement {
@@ -171,6 +194,18 @@ public actor ChatClient {
         case .away, .chat, .dnd, .xa: presence.append(XMLElement("show", text: status.show.rawValue))
         }
         if let text = status.text, !text.isEmpty { presence.append(XMLElement("status", text: text)) }
+        if xmpp.configuration.initialPriority != 0 {
+            presence.append(XMLElement("priority", text: String(xmpp.configuration.initialPriority)))
+        }
+        if status.show != .unavailable {
+            // XEP-0115: who we are, so PEP services send the `+notify` nodes (avatars, nicknames).
+            presence.append(EntityCapabilities.presenceElement)
+            // XEP-0153 §3.2: our vCard photo's hash, or an empty element for "not known yet"
+            // (a server that converts PEP avatars fills it in, as Prosody does).
+            var update = XMLElement("x", namespace: ProfileNamespace.vcardUpdate)
+            if let hash = profiles[ownBareJID]?.vcardPhotoHash { update.append(XMLElement("photo", namespace: ProfileNamespace.vcardUpdate, text: hash)) }
+            presence.append(update)
+        }
         return presence
     }
 
@@ -191,25 +226,26 @@ public actor ChatClient {
         if iq.type == "set", let query = iq.firstChild("query", namespace: XMLNamespace.roster) {
             return await rosterPush(iq, query)
         }
-        if iq.type == "get", iq.firstChild("query", namespace: XMLNamespace.discoInfo) != nil {
-            return await xmpp.send(iq.iqResult(Self.discoInfo))
+        if iq.type == "get", let query = iq.firstChild("query", namespace: XMLNamespace.discoInfo) {
+            // XEP-0115 §6.2: a query for our caps node#ver gets the same answer, node echoed.
+            let node = query[attribute: "node"]
+            guard node == nil || node == "\(EntityCapabilities.node)#\(EntityCapabilities.ownVer)" else {
+                if let reply = iq.errorReply(StanzaError(.itemNotFound, text: "No such node.")) { await xmpp.send(reply) }
+                return
+            }
+            return await xmpp.send(iq.iqResult(EntityCapabilities.discoInfo(node: node)))
+        }
+        if iq.type == "get", iq.firstChild("query", namespace: XMLNamespace.version) != nil {
+            // XEP-0092, without the operating system (§5 leaves it out for privacy).
+            let answer = XMLElement("query", namespace: XMLNamespace.version, [:], [
+                XMLElement("name", namespace: XMLNamespace.version, text: EntityCapabilities.softwareName),
+                XMLElement("version", namespace: XMLNamespace.version, text: EntityCapabilities.softwareVersion),
+            ])
+            return await xmpp.send(iq.iqResult(answer))
         }
         // RFC 6120 §8.2.3: every get and set gets an answer, even "I don't do that".
         if let reply = iq.errorReply(StanzaError(.serviceUnavailable)) { await xmpp.send(reply) }
     }
-
-    /// XEP-0030: what this client supports, so senders know it returns receipts.
-    private static let discoInfo: XMLElement = {
-        var query = XMLElement("query", namespace: XMLNamespace.discoInfo)
-        query.append(XMLElement("identity", ["category": "client", "type": "pc", "name": "Parley"]))
-        for feature in [
-            XMLNamespace.discoInfo, XMLNamespace.receipts, XMLNamespace.ping, XMLNamespace.stanzaID, XMLNamespace.chatMarkers,
-            XMLNamespace.messageRetract, XMLNamespace.carbons,
-        ] {
-            query.append(XMLElement("feature", ["var": feature]))
-        }
-        return query
-    }()
 
     func emit(_ event: ClientEvent) async {
         await xmpp.emit(event)
