@@ -24,7 +24,7 @@
 #
 # Needs the release builds of parleyd and ParleyBench (make bench builds them), prosody, and
 # ejabberd (installed from Debian here when missing, without starting its service; needs root).
-# Knobs: CONTACTS STRANGERS PHASE_SECONDS WINDOW RATE THREADS SERVERS KEEP_TMP
+# Knobs: CONTACTS STRANGERS PHASE_SECONDS WINDOW RATE ITEM_BYTES THREADS SERVERS BENCH_TMP_PARENT KEEP_TMP
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,6 +33,7 @@ STRANGERS=${STRANGERS:-2}
 PHASE_SECONDS=${PHASE_SECONDS:-10}
 WINDOW=${WINDOW:-4}
 RATE=${RATE:-20}
+ITEM_BYTES=${ITEM_BYTES:-400}
 THREADS=${THREADS:-2}
 SERVERS=${SERVERS:-"parleyd prosody ejabberd"}
 . bench/lib.sh
@@ -45,7 +46,7 @@ if [[ " $SERVERS " == *" ejabberd "* ]] && ! ensure_ejabberd pep.sh; then
     echo "pep.sh: ejabberd is not available: measuring without it" >&2
     SERVERS=$(tr ' ' '\n' <<< "$SERVERS" | grep -vx ejabberd | tr '\n' ' ')
 fi
-bench_tmp parley-pep-bench
+bench_tmp parley-pep-bench "${BENCH_TMP_PARENT:-/dev/shm}"
 parleyd_port=$(free_port)
 prosody_port=$(free_port)
 write_parleyd_config "$parleyd_port"
@@ -81,7 +82,7 @@ for name in $SERVERS; do
     sleep 1
     status=0
     out=$("$BENCH" pep --port "$port" --contacts "$CONTACTS" --strangers "$STRANGERS" --seconds "$PHASE_SECONDS" \
-        --window "$WINDOW" --rate "$RATE" --threads "$THREADS" --password "$PASSWORD" --server-pid "$server_pid" \
+        --window "$WINDOW" --rate "$RATE" --item-bytes "$ITEM_BYTES" --threads "$THREADS" --password "$PASSWORD" --server-pid "$server_pid" \
         --label "$name") || status=$?
     grep -v '^RESULT' <<< "$out" || true
     record "$name" "$out"

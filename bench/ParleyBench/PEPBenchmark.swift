@@ -131,14 +131,16 @@ enum PEPBenchmark: Benchmark {
                     + "p99 \(format(result.latency.p99, 3)) ms, max \(format(result.latency.max, 3)) ms; lost \(result.lost), "
                     + "dup \(result.duplicates), stray \(result.stray), leaked \(result.leaked), errors \(result.errors)"
                     + (result.firstError.map { " (\($0))" } ?? "")
-                    + (result.cpuSeconds.map { ", server CPU \(format($0, 3)) s = \(format(result.cpuMicroseconds, 1)) µs/notification" } ?? ""))
+                    + (result.cpuSeconds.map { ", server CPU \(format($0, 3)) s = \(format(result.cpuMicroseconds, 1)) µs/notification" } ?? "")
+                    + " (load generator \(format(result.clientCPUMicroseconds, 1)) µs/notification)")
             say(
                 "RESULT label=\(label) phase=\(phase) published=\(result.published) delivered=\(result.delivered) "
                     + "expected=\(result.expected) seconds=\(format(result.seconds, 3)) rate=\(format(result.rate, 1)) "
                     + "publish_rate=\(format(result.publishRate, 1)) p50_ms=\(format(result.latency.p50, 3)) "
                     + "p99_ms=\(format(result.latency.p99, 3)) max_ms=\(format(result.latency.max, 3)) lost=\(result.lost) "
                     + "dup=\(result.duplicates) stray=\(result.stray) leaked=\(result.leaked) errors=\(result.errors) "
-                    + "cpu_s=\(format(result.cpuSeconds ?? 0, 3)) cpu_us=\(format(result.cpuMicroseconds, 2))")
+                    + "cpu_s=\(format(result.cpuSeconds ?? 0, 3)) cpu_us=\(format(result.cpuMicroseconds, 2)) "
+                    + "client_cpu_us=\(format(result.clientCPUMicroseconds, 2))")
         }
         exit(healthy ? 0 : 1)
     }
@@ -179,9 +181,17 @@ final class PEPRun: Sendable {
         var publishRate = 0.0
         var latency = LatencySummary([])
         var cpuSeconds: Double?
+        /// This process's, to show the load generator is not what limits the rate.
+        var clientCPUSeconds = 0.0
 
         var rate: Double { seconds > 0 ? Double(delivered) / seconds : 0 }
-        var cpuMicroseconds: Double { delivered > 0 ? (cpuSeconds ?? 0) * 1e6 / Double(delivered) : 0 }
+        var cpuMicroseconds: Double { perNotification(cpuSeconds ?? 0) }
+        var clientCPUMicroseconds: Double { perNotification(clientCPUSeconds) }
+
+        private func perNotification(_ seconds: Double) -> Double {
+            delivered > 0 ? seconds * 1e6 / Double(delivered) : 0
+        }
+
         var clean: Bool { lost == 0 && duplicates == 0 && stray == 0 && leaked == 0 && errors == 0 }
     }
 
@@ -292,6 +302,7 @@ final class PEPRun: Sendable {
         }.wait()
         for receiver in receivers { try! receiver.loop.submit { receiver.beginPhase(base: base) }.wait() }
         let cpuBefore = server.flatMap(cpuSeconds)
+        let clientBefore = ServerProcess(pid: Int(getpid())).cpuSeconds() ?? 0
         let start = NIODeadline.now() + .milliseconds(5)
         let end = start + .nanoseconds(Int64(seconds * 1e9))
         publisher.loop.execute {
@@ -303,6 +314,7 @@ final class PEPRun: Sendable {
             }
         }
         Thread.sleep(forTimeInterval: max(0, Double((end - NIODeadline.now()).nanoseconds) / 1e9))
+        var result = PhaseResult()
         let drainDeadline = NIODeadline.now() + .seconds(10)
         var sent = PEPPublisher.Stats()
         var stats: [PEPContact.Stats] = []
@@ -313,9 +325,10 @@ final class PEPRun: Sendable {
         } while NIODeadline.now() < drainDeadline
             && (!sent.settled || stats.contains { $0.received + $0.duplicates < sent.published })
         let cpuAfter = server.flatMap(cpuSeconds)
+        (result.published, result.errors, result.firstError) = (sent.published, sent.errors, sent.firstError)
+        result.clientCPUSeconds = (ServerProcess(pid: Int(getpid())).cpuSeconds() ?? 0) - clientBefore
 
         let acknowledged = try! publisher.loop.submit { publisher.acknowledged }.wait()
-        var result = PhaseResult(published: sent.published, errors: sent.errors, firstError: sent.firstError)
         result.expected = sent.published * contacts.count
         var samples: [Int64] = []
         var last = start
