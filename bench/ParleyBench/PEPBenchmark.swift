@@ -325,6 +325,7 @@ final class PEPRun: Sendable {
         } while NIODeadline.now() < drainDeadline
             && (!sent.settled || stats.contains { $0.received + $0.duplicates < sent.published })
         let cpuAfter = server.flatMap(cpuSeconds)
+        let drainEnd = NIODeadline.now()
         (result.published, result.errors, result.firstError) = (sent.published, sent.errors, sent.firstError)
         result.clientCPUSeconds = (ServerProcess(pid: Int(getpid())).cpuSeconds() ?? 0) - clientBefore
 
@@ -348,7 +349,8 @@ final class PEPRun: Sendable {
         for stranger in strangers {
             result.leaked += try! stranger.loop.submit { stranger.stats.received + stranger.stats.duplicates }.wait()
         }
-        result.seconds = Double((last - start).nanoseconds) / 1e9
+        // Until the last notification; with none, the whole phase (so the publish rate means something).
+        result.seconds = Double(((result.delivered > 0 ? last : drainEnd) - start).nanoseconds) / 1e9
         result.publishRate = result.seconds > 0 ? Double(sent.published) / result.seconds : 0
         result.latency = LatencySummary(samples)
         if let cpuBefore, let cpuAfter { result.cpuSeconds = cpuAfter - cpuBefore }
