@@ -19,8 +19,8 @@
 # A server that refuses the publish (parleyd until PEP is merged: service-unavailable) gets
 # "no PEP" in its row; the others still run, and that alone does not fail the script.
 #
-# Figures of the last run on the 2-core development machine (CONTACTS=200, PHASE_SECONDS=10,
-# WINDOW=4, RATE=20, THREADS=2): see bench/README-pep.md.
+# bench/README.md has the figures of the last runs and how to read them: on a shared machine,
+# the load average printed for each server moves every figure.
 #
 # Needs the release builds of parleyd and ParleyBench (make bench builds them), prosody, and
 # ejabberd (installed from Debian here when missing, without starting its service; needs root).
@@ -69,7 +69,7 @@ record() { # name RESULT-lines
 
 for name in $SERVERS; do
     echo "== $name: user1 publishes to $CONTACTS contacts ($STRANGERS strangers): $PHASE_SECONDS s with" \
-        "$WINDOW publishes in flight, $PHASE_SECONDS s at $RATE publishes/s"
+        "$WINDOW publishes in flight, $PHASE_SECONDS s at $RATE publishes/s (load average $(cut -d ' ' -f 1-3 /proc/loadavg))"
     if [ "$name" = ejabberd ]; then
         ejabberd_port=$(free_port)
         write_ejabberd_config "$ejabberd_port" "$(free_port)"
