@@ -1,5 +1,5 @@
-# Shared by the benchmark scripts (bench/login.sh, bench/messages.sh): source it from the
-# repository root after `set -euo pipefail`.
+# Shared by the benchmark scripts (bench/login.sh, bench/messages.sh, bench/pep.sh): source it
+# from the repository root after `set -euo pipefail`.
 #
 # Servers run on loopback with plain TCP (STARTTLS offered but not required, no PLAIN in the
 # clear) and SCRAM-SHA-256, from temporary configurations under $tmp (in /dev/shm), with
