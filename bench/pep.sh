@@ -78,7 +78,8 @@ for name in $SERVERS; do
     else
         start_server "$name"
     fi
-    "$BENCH" login --port "$port" --users 20 --concurrency 10 --password "$PASSWORD" --label "$name-warmup" > /dev/null
+    "$BENCH" login --port "$port" --users $((USERS < 20 ? USERS : 20)) --concurrency 10 --password "$PASSWORD" --label "$name-warmup" \
+        > /dev/null || echo "pep.sh: $name: warm-up logins failed" >&2
     sleep 1
     status=0
     out=$("$BENCH" pep --port "$port" --contacts "$CONTACTS" --strangers "$STRANGERS" --seconds "$PHASE_SECONDS" \
