@@ -78,13 +78,13 @@ for name in $SERVERS; do
     else
         start_server "$name"
     fi
-    "$BENCH" login --port "$port" --users $((USERS < 20 ? USERS : 20)) --concurrency 10 --password "$PASSWORD" --label "$name-warmup" \
-        > /dev/null || echo "pep.sh: $name: warm-up logins failed" >&2
+    "$BENCH" login --port "$port" --users $((USERS < 20 ? USERS : 20)) --concurrency 10 --password "$PASSWORD" \
+        --label "$name-warmup" > /dev/null || echo "pep.sh: $name: warm-up logins failed" >&2
     sleep 1
     status=0
     out=$("$BENCH" pep --port "$port" --contacts "$CONTACTS" --strangers "$STRANGERS" --seconds "$PHASE_SECONDS" \
-        --window "$WINDOW" --rate "$RATE" --item-bytes "$ITEM_BYTES" --threads "$THREADS" --password "$PASSWORD" --server-pid "$server_pid" \
-        --label "$name") || status=$?
+        --window "$WINDOW" --rate "$RATE" --item-bytes "$ITEM_BYTES" --threads "$THREADS" --password "$PASSWORD" \
+        --server-pid "$server_pid" --label "$name") || status=$?
     grep -v '^RESULT' <<< "$out" || true
     record "$name" "$out"
     case $status in
@@ -133,7 +133,8 @@ for name in $SERVERS; do
 done
 if [ -n "${result[parleyd.throughput.cpu_us]:-}" ] && [ -n "${result[ejabberd.throughput.cpu_us]:-}" ]; then
     c=$(ratio "${result[parleyd.throughput.cpu_us]}" "${result[ejabberd.throughput.cpu_us]}")
-    echo "parleyd/ejabberd server CPU per notification, full speed: $c (target <= 0.5, at most half of ejabberd's: $(verdict "$c <= 0.5"))"
+    echo "parleyd/ejabberd server CPU per notification, full speed: $c" \
+        "(target <= 0.5, at most half of ejabberd's: $(verdict "$c <= 0.5"))"
     if [ -n "${result[parleyd.rate.cpu_us]:-}" ] && [ -n "${result[ejabberd.rate.cpu_us]:-}" ]; then
         c=$(ratio "${result[parleyd.rate.cpu_us]}" "${result[ejabberd.rate.cpu_us]}")
         echo "parleyd/ejabberd server CPU per notification, $RATE publishes/s: $c (target <= 0.5: $(verdict "$c <= 0.5"))"

@@ -129,7 +129,9 @@ enum PEPBenchmark: Benchmark {
                     + "p99 \(format(result.latency.p99, 3)) ms, max \(format(result.latency.max, 3)) ms; lost \(result.lost), "
                     + "dup \(result.duplicates), stray \(result.stray), leaked \(result.leaked), errors \(result.errors)"
                     + (result.firstError.map { " (\($0))" } ?? "")
-                    + (result.cpuSeconds.map { ", server CPU \(format($0, 3)) s = \(format(result.cpuMicroseconds, 1)) µs/notification" } ?? "")
+                    + (result.cpuSeconds.map {
+                        ", server CPU \(format($0, 3)) s = \(format(result.cpuMicroseconds, 1)) µs/notification"
+                    } ?? "")
                     + " (load generator \(format(result.clientCPUMicroseconds, 1)) µs/notification)")
             say(
                 "RESULT label=\(label) phase=\(phase) published=\(result.published) delivered=\(result.delivered) "
