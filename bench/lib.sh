@@ -1,5 +1,5 @@
-# Shared by the benchmark scripts (bench/login.sh, bench/messages.sh): source it from the
-# repository root after `set -euo pipefail`.
+# Shared by the benchmark scripts (bench/login.sh, bench/messages.sh, bench/pep.sh): source it
+# from the repository root after `set -euo pipefail`.
 #
 # Servers run on loopback with plain TCP (STARTTLS offered but not required, no PLAIN in the
 # clear) and SCRAM-SHA-256, from temporary configurations under $tmp (in /dev/shm), with
@@ -102,8 +102,8 @@ EOF
 
 # Prosody 0.12: internal_hashed with SCRAM-SHA-256 keys, no TLS (no certificates), no s2s,
 # no HTTP, the default epoll backend, logging warnings to a file. $2 is the Lua list of
-# disabled modules, $3 extra global options.
-write_prosody_config() { # port [modules-disabled] [extra-lua]
+# disabled modules, $3 extra global options, $4 more modules to enable (a Lua list's items).
+write_prosody_config() { # port [modules-disabled] [extra-lua] [extra-modules]
     local disabled=${2:-}
     [ -n "$disabled" ] || disabled='{ "s2s", "offline" }'
     mkdir -p "$tmp/prosody/data" "$tmp/prosody/certs"
@@ -126,7 +126,7 @@ s2s_require_encryption = false
 allow_unencrypted_plain_auth = false
 allow_registration = false
 storage = "internal"
-modules_enabled = { "roster", "saslauth", "disco", "ping" }
+modules_enabled = { "roster", "saslauth", "disco", "ping"${4:+, $4} }
 modules_disabled = $disabled
 ${3:-}
 VirtualHost "localhost"

@@ -37,6 +37,9 @@ enum LoginBenchmark: Benchmark {
         var concurrency: Int
         var sources: Int
         var hold: Bool
+        /// Written right after the bind, before the ping: the initial presence, and whatever a
+        /// benchmark's clients must say first (the PEP benchmark's roster get and caps).
+        var initialStanzas = "<presence/>"
     }
 
     static func run(arguments: [String]) throws {
@@ -463,7 +466,7 @@ final class LoginClientHandler: ChannelInboundHandler {
             }
             state = .awaitingPong
             send(
-                "<presence/><iq type='get' id='\(Self.pingID)' to='\(settings.domain)'><ping xmlns='urn:xmpp:ping'/></iq>",
+                "\(settings.initialStanzas)<iq type='get' id='\(Self.pingID)' to='\(settings.domain)'><ping xmlns='urn:xmpp:ping'/></iq>",
                 context: context)
             if forward { context.fireUserInboundEventTriggered(Event.presenceSent(.now())) }
         case .awaitingPong:

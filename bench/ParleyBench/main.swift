@@ -12,7 +12,8 @@ protocol Benchmark {
 }
 
 let benchmarks: [any Benchmark.Type] = [
-    ParserBenchmark.self, LoginBenchmark.self, MessageBenchmark.self, OfflineBenchmark.self, SeedUsersCommand.self,
+    ParserBenchmark.self, LoginBenchmark.self, MessageBenchmark.self, OfflineBenchmark.self, PEPBenchmark.self,
+    SeedUsersCommand.self,
 ]
 
 struct UsageError: Error, CustomStringConvertible {
