@@ -41,10 +41,12 @@ public final class AvatarConversion: ServerModule {
         }
         events.subscribe { event in
             switch event {
-            case .pepItemPublished(let owner, let node, _, _) where node == Self.metadataNode || node == Self.nickNode:
+            case .pepItemPublished(let owner, let node, _, _) where [Self.metadataNode, Self.dataNode, Self.nickNode].contains(node):
                 guard let username = owner.localpart else { return }
+                // Data counts too: a client that announces the metadata before the bytes
+                // are there gets its photo once they arrive.
                 self.queue.enqueue(username) {
-                    if node == Self.metadataNode { await self.copyAvatarToVCard(username) } else { await self.copyNickToVCard(username) }
+                    if node == Self.nickNode { await self.copyNickToVCard(username) } else { await self.copyAvatarToVCard(username) }
                 }
             case .sessionEnded(let session):
                 // Cached for logged-in accounts only, so memory follows who is online (and a
