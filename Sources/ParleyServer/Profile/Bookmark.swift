@@ -20,8 +20,9 @@ struct Bookmark: Hashable, Sendable {
 
     /// From an XEP-0402 item: nil when the payload is not a conference.
     init?(jid: String, pep conference: XMLElement) {
-        guard conference.name == "conference", conference.namespace == Self.namespace, !jid.isEmpty else { return nil }
-        self.jid = jid
+        guard conference.name == "conference", conference.namespace == Self.namespace, let room = try? JID(jid), !room.isFull
+        else { return nil }
+        self.jid = room.description
         name = Self.nonBlank(conference[attribute: "name"])
         autojoin = Self.isTrue(conference[attribute: "autojoin"])
         nick = Self.nonBlank(conference.firstChild("nick", namespace: Self.namespace)?.text)
@@ -29,12 +30,13 @@ struct Bookmark: Hashable, Sendable {
         extensions = conference.firstChild("extensions", namespace: Self.namespace)?.elements ?? []
     }
 
-    /// From an XEP-0048 `<conference/>`: nil without a room JID.
+    /// From an XEP-0048 `<conference/>`: nil without a room JID that is one (it becomes an
+    /// item id, and XEP-0402 clients join what it names).
     init?(legacy conference: XMLElement) {
         guard conference.name == "conference", conference.namespace == Self.legacyNamespace,
-            let jid = Self.nonBlank(conference[attribute: "jid"])
+            let text = Self.nonBlank(conference[attribute: "jid"]), let room = try? JID(text), !room.isFull
         else { return nil }
-        self.jid = jid
+        self.jid = room.description
         name = Self.nonBlank(conference[attribute: "name"])
         autojoin = Self.isTrue(conference[attribute: "autojoin"])
         nick = Self.nonBlank(conference.firstChild("nick", namespace: Self.legacyNamespace)?.text)

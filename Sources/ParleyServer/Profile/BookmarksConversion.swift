@@ -76,17 +76,18 @@ public final class BookmarksConversion: ServerModule {
                     return forced
                 }
             }
-            let currentByJID = Dictionary(current.map { ($0.jid, $0) }, uniquingKeysWith: { _, last in last })
+            // Keyed by item id: an item whose id is not the room's JID as written is replaced.
+            let currentByID = Dictionary(current.map { ($0.itemID, $0.bookmark) }, uniquingKeysWith: { _, last in last })
             let wantedJIDs = Set(wanted.map(\.jid))
             var created = existing != nil
-            for bookmark in wanted where currentByJID[bookmark.jid] != bookmark {
+            for bookmark in wanted where currentByID[bookmark.jid] != bookmark {
                 try await pep.publish(
                     owner: owner, node: Self.node, itemID: bookmark.jid, payload: bookmark.pepElement,
                     options: created ? nil : Self.nodeOptions)
                 created = true
             }
-            for bookmark in current where !wantedJIDs.contains(bookmark.jid) {
-                try await pep.retract(owner: owner, node: Self.node, itemID: bookmark.jid, notify: true)
+            for (itemID, _) in current where !wantedJIDs.contains(itemID) {
+                try await pep.retract(owner: owner, node: Self.node, itemID: itemID, notify: true)
             }
         } catch {
             logger.warning(
@@ -98,7 +99,7 @@ public final class BookmarksConversion: ServerModule {
 
     func copyPEPToPrivate(_ username: String) async {
         do {
-            let fromPEP = try await pepBookmarks(of: username)
+            let fromPEP = try await pepBookmarks(of: username).map(\.bookmark)
             let stored = try await profiles.privateXML(of: username, [("storage", Self.legacyNamespace)]).first ?? nil
             let inPrivate = stored.map(Bookmark.list(inLegacy:)) ?? []
             guard Self.byJID(fromPEP) != Self.byJID(inPrivate) else { return }
@@ -117,10 +118,12 @@ public final class BookmarksConversion: ServerModule {
 
     // MARK: Helpers
 
-    /// The node's bookmarks, oldest first; items that are not XEP-0402 conferences are left out.
-    private func pepBookmarks(of username: String) async throws -> [Bookmark] {
+    /// The node's bookmarks with their item ids, oldest first; items that are not XEP-0402
+    /// conferences of a room JID are left out (and left alone).
+    private func pepBookmarks(of username: String) async throws -> [(itemID: String, bookmark: Bookmark)] {
         try await pep.store.pepItems(node: Self.node, of: username, ids: nil, newest: nil).compactMap { item in
-            ProfileXML.parse(item.payload).flatMap { Bookmark(jid: item.id, pep: $0) }
+            guard let bookmark = ProfileXML.parse(item.payload).flatMap({ Bookmark(jid: item.id, pep: $0) }) else { return nil }
+            return (item.id, bookmark)
         }
     }
 

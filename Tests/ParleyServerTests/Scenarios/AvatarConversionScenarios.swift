@@ -142,6 +142,22 @@ import Testing
         }
     }
 
+    @Test func metadataAnnouncedBeforeItsDataReachesTheVCardOnceTheDataArrives() async throws {
+        try await TestServer.with { server in
+            let alice = try await server.login("alice")
+            let reader = try await server.login("alice", resource: "reader")
+            let meta = "<metadata xmlns='\(Self.metadata)'><info id='\(Self.abcHash)' bytes='3' type='image/png'/></metadata>"
+            #expect(try await alice.publish(Self.metadata, id: Self.abcHash, meta).reply.type == "result")
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(try await Self.vCardPhoto(reader, of: "alice@localhost").binval == nil, "no bytes yet, no photo")
+            #expect(try await alice.publish(Self.data, id: Self.abcHash, "<data xmlns='\(Self.data)'>YWJj</data>").reply.type == "result")
+            try await Self.eventually("the photo arrives with its data") {
+                try await Self.vCardPhoto(reader, of: "alice@localhost").binval == "YWJj"
+            }
+            #expect(try await server.running.storage.vCard(of: "alice")?.photoHash == Self.abcHash)
+        }
+    }
+
     @Test func theNickGoesBothWaysOnce() async throws {
         try await TestServer.with(accounts: TestServer.threeAccounts) { server in
             let (alice, bob) = try await Self.setUp(server)
