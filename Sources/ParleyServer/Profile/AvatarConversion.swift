@@ -32,12 +32,13 @@ public final class AvatarConversion: ServerModule {
         self.profiles = profiles
         self.logger = logger
         // The bus and the profile service live as long as the server, and so does this.
-        profiles.observe { change in
+        profiles.observeAwaiting { change in
             guard case .vCard(let username, _, let photoHash, let origin) = change else { return }
             self.hashes.withLockedValue { $0[username] = photoHash ?? "" }
             // In-process writes are this mirror's own (or an administrator's, already final).
             guard origin != nil else { return }
-            self.queue.enqueue(username) { await self.copyVCardToPEP(username) }
+            // Done before the client's reply: what it reads from PEP next is already there.
+            await self.queue.enqueue(username) { await self.copyVCardToPEP(username) }.value
         }
         events.subscribe { event in
             switch event {

@@ -29,9 +29,11 @@ public final class BookmarksConversion: ServerModule {
         self.pep = pep
         self.profiles = profiles
         self.logger = logger
-        profiles.observe { change in
+        profiles.observeAwaiting { change in
             guard case .privateXML(let username, "storage", Self.legacyNamespace, _, let origin) = change, origin != nil else { return }
-            self.queue.enqueue(username) { await self.copyPrivateToPEP(username) }
+            // Done before the client's reply, as Prosody's mod_bookmarks does: a client reading
+            // PEP right after finds the list, and no mirror job outlives the request.
+            await self.queue.enqueue(username) { await self.copyPrivateToPEP(username) }.value
         }
         events.subscribe { event in
             let owner: JID
