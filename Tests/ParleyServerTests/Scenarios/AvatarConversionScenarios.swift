@@ -58,12 +58,13 @@ import Testing
             let (alice, bob) = try await Self.setUp(server)
             #expect(try await VCardScenarios.set(alice, VCardScenarios.vCard).type == "result")
 
-            var notifications: [XMLElement] = []
+            var seen: [XMLElement] = []
             try await Self.eventually("bob is told of alice's avatar") {
-                notifications += try await bob.sync().filter { $0.pepEvent(node: Self.metadata) != nil }
-                return !notifications.isEmpty
+                seen += try await bob.sync()
+                return seen.contains { $0.pepEvent(node: Self.metadata) != nil }
             }
-            notifications += try await Self.settle(bob).filter { $0.pepEvent(node: Self.metadata) != nil }
+            seen += try await Self.settle(bob)
+            let notifications = seen.filter { $0.pepEvent(node: Self.metadata) != nil }
             #expect(notifications.count == 1, "exactly one: \(notifications.map { $0.xmlString() })")
             let message = try #require(notifications.first)
             try SchemaValidator.shared.validate(message.xmlString())
@@ -82,8 +83,15 @@ import Testing
             let digest = try HashFunction.sha1.digest(try Base64.decode(base64))
             #expect(digest.map { String(format: "%02x", $0) }.joined() == Self.abcHash)
             // The nickname went along, once.
-            let nicks = try await Self.settle(bob).filter { $0.pepEvent(node: PEP.nick) != nil }
-            #expect(nicks.isEmpty, "the nick notification came with the avatar's: \(nicks.map { $0.xmlString() })")
+            let nicks = seen.filter { $0.pepEvent(node: PEP.nick) != nil }
+            #expect(nicks.count == 1, "\(nicks.map { $0.xmlString() })")
+            #expect(nicks.first?.pepEvent(node: PEP.nick)?.firstChild("item", namespace: PEP.event)?
+                .firstChild("nick", namespace: PEP.nick)?.text == "alice")
+
+            // The same vCard again changes nothing in PEP, so nobody is told anything.
+            #expect(try await VCardScenarios.set(alice, VCardScenarios.vCard, id: "again").type == "result")
+            let repeated = try await Self.settle(bob).filter { $0.pepEvent(node: Self.metadata) != nil || $0.pepEvent(node: PEP.nick) != nil }
+            #expect(repeated.isEmpty, "\(repeated.map { $0.xmlString() })")
 
             // A vCard without a photo disables the avatar (XEP-0084 §4.5: empty metadata).
             #expect(try await VCardScenarios.set(alice, "<vCard xmlns='vcard-temp'><FN>Alice</FN></vCard>", id: "v2").type == "result")
