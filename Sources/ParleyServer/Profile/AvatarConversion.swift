@@ -9,7 +9,7 @@ import ParleyStorage
 /// vCard. Each job copies the *current* state of the side that changed to the other side,
 /// and writes only what differs, so the notifications the mirror's own writes cause find
 /// both sides equal and stop there (no loop, one notification per change). Jobs of one
-/// account run in order. `PresenceStamp` adds the resulting hash to presence (§4).
+/// account run in order. `stamp(_:from:)` puts the resulting hash into presence (§4).
 public final class AvatarConversion: ServerModule {
     public static let feature = "urn:xmpp:pep-vcard-conversion:0"
     static let dataNode = "urn:xmpp:avatar:data"
@@ -60,7 +60,6 @@ public final class AvatarConversion: ServerModule {
             }
         }
     }
-
 
     func owner(_ username: String) -> JID? {
         try? JID(localpart: username, domainpart: pep.domain.domainpart)
