@@ -23,7 +23,7 @@ public final class BookmarksConversion: ServerModule {
     let pep: PEPService
     let profiles: ProfileService
     let logger: Logger
-    private let queue = UserQueue()
+    let queue = UserQueue()
 
     public init(pep: PEPService, profiles: ProfileService, events: ServerEventBus, logger: Logger) {
         self.pep = pep
@@ -36,18 +36,19 @@ public final class BookmarksConversion: ServerModule {
             await self.queue.enqueue(username) { await self.copyPrivateToPEP(username) }.value
         }
         events.subscribe { event in
-            let owner: JID
             switch event {
-            case .pepItemPublished(let who, Self.node, _, _), .pepItemRetracted(let who, Self.node, _), .pepNodeDeleted(let who, Self.node):
-                owner = who
+            case .pepItemPublished(let owner, Self.node, _, _), .pepItemRetracted(let owner, Self.node, _),
+                .pepNodeDeleted(let owner, Self.node):
+                guard let username = owner.localpart else { return }
+                self.queue.enqueue(username) { await self.copyPEPToPrivate(username) }
+            case .pepItemPublished(let owner, Self.legacyNamespace, _, _):
+                guard let username = owner.localpart else { return }
+                self.queue.enqueue(username) { await self.copyLegacyPEPToPrivate(username) }
             default:
                 return
             }
-            guard let username = owner.localpart else { return }
-            self.queue.enqueue(username) { await self.copyPEPToPrivate(username) }
         }
     }
-
 
     /// Shown on the account's disco#info to its owner (XEP-0398 §3, XEP-0402 §5.3).
     public func register(in registry: inout ModuleRegistry) throws(ModuleRegistry.Error) {
@@ -91,6 +92,7 @@ public final class BookmarksConversion: ServerModule {
             for (itemID, _) in current where !wantedJIDs.contains(itemID) {
                 try await pep.retract(owner: owner, node: Self.node, itemID: itemID, notify: true)
             }
+            try await refreshLegacyPEP(of: owner, with: storage ?? XMLElement("storage", namespace: Self.legacyNamespace))
         } catch {
             logger.warning(
                 "cannot mirror private bookmarks to PEP (XEP-0411)", metadata: ["user": "\(username)", "error": "\(error)"])
@@ -112,6 +114,9 @@ public final class BookmarksConversion: ServerModule {
                 storage.append(other)
             }
             try await profiles.setPrivateXML([storage], of: username)
+            if let owner = try? JID(localpart: username, domainpart: pep.domain.domainpart) {
+                try await refreshLegacyPEP(of: owner, with: storage)
+            }
         } catch {
             logger.warning(
                 "cannot mirror PEP bookmarks to private storage (XEP-0411)", metadata: ["user": "\(username)", "error": "\(error)"])
@@ -122,7 +127,7 @@ public final class BookmarksConversion: ServerModule {
 
     /// The node's bookmarks with their item ids, oldest first; items that are not XEP-0402
     /// conferences of a room JID are left out (and left alone).
-    private func pepBookmarks(of username: String) async throws -> [(itemID: String, bookmark: Bookmark)] {
+    func pepBookmarks(of username: String) async throws -> [(itemID: String, bookmark: Bookmark)] {
         try await pep.store.pepItems(node: Self.node, of: username, ids: nil, newest: nil).compactMap { item in
             guard let bookmark = ProfileXML.parse(item.payload).flatMap({ Bookmark(jid: item.id, pep: $0) }) else { return nil }
             return (item.id, bookmark)

@@ -115,4 +115,30 @@ import Testing
             #expect(left.firstChild("url", namespace: Self.legacy) != nil, "\(left.xmlString())")
         }
     }
+
+    @Test func legacyPEPBookmarksJoinTheOtherViews() async throws {
+        try await TestServer.with { server in
+            let alice = try await server.login("alice")
+            let storage = "<storage xmlns='storage:bookmarks'><conference jid='old@conference.localhost' name='Old' autojoin='true'/></storage>"
+            let (reply, _) = try await alice.publish(
+                Self.legacy, id: "current", storage, options: ["pubsub#access_model": "whitelist", "pubsub#persist_items": "true"])
+            #expect(reply.type == "result", "\(reply.xmlString())")
+            try await AvatarConversionScenarios.eventually("the room in private storage and in XEP-0402") {
+                let inPrivate = try await Self.privateBookmarks(alice).map(\.jid)
+                let inPEP = try await Self.pepItems(alice).keys.sorted()
+                return inPrivate == ["old@conference.localhost"] && inPEP == ["old@conference.localhost"]
+            }
+
+            // A change through private storage reaches the legacy node's item too.
+            let newer = "<storage xmlns='storage:bookmarks'><conference jid='new@conference.localhost'/></storage>"
+            #expect(try await PrivateStorageScenarios.request(alice, "set", newer).type == "result")
+            let legacy = try await alice.items(of: "alice@localhost", Self.legacy)
+            let item = legacy.firstChild("pubsub", namespace: PEP.pubsub)?.firstChild("items", namespace: PEP.pubsub)?
+                .children("item", namespace: PEP.pubsub).last
+            let rooms = item?.firstChild("storage", namespace: Self.legacy)?.children("conference", namespace: Self.legacy)
+                .compactMap { $0[attribute: "jid"] }
+            #expect(rooms == ["new@conference.localhost"], "\(legacy.xmlString())")
+            #expect(try await Self.pepItems(alice).keys.sorted() == ["new@conference.localhost"])
+        }
+    }
 }
