@@ -1,4 +1,5 @@
 import Logging
+import NIOConcurrencyHelpers
 import ParleyCore
 import ParleyStorage
 
@@ -19,6 +20,8 @@ public final class PresenceModule: ServerModule {
     let events: ServerEventBus
     /// Run after a session's first available presence (offline message delivery).
     let afterInitialPresence: @Sendable (SessionHandle) async -> Void
+    /// What other modules add to a user's available presence before it is kept and sent.
+    let availablePresenceStamps = NIOLockedValueBox([AvailablePresenceStamp]())
 
     public init(
         domain: JID, sessions: SessionRegistry, rosters: any RosterStore, accounts: any AccountStore,
@@ -64,6 +67,8 @@ public final class PresenceModule: ServerModule {
         let to = stanza.to.flatMap { try? JID($0) }
         switch stanza.type {
         case nil, "unavailable":
+            var stanza = stanza
+            if stanza.type == nil { await stampAvailablePresence(&stanza, from: sender) }
             if let to {
                 directed(stanza, from: sender, to: to)
             } else {

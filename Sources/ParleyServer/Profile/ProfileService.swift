@@ -34,6 +34,7 @@ public final class ProfileService: Sendable {
     let vCards: any VCardStore
     let privateStore: any PrivateXMLStore
     private let observers = NIOLockedValueBox([@Sendable (Change) -> Void]())
+    private let awaitedObservers = NIOLockedValueBox([@Sendable (Change) async -> Void]())
 
     public init(vCards: any VCardStore, privateXML: any PrivateXMLStore, limits: Limits = Limits()) {
         self.vCards = vCards
@@ -47,8 +48,15 @@ public final class ProfileService: Sendable {
         observers.withLockedValue { $0.append(observer) }
     }
 
-    private func publish(_ change: Change) {
+    /// Like `observe`, but awaited before the write returns (so before the client hears it
+    /// succeeded): for mirrors whose result a client may read right after its reply.
+    public func observeAwaiting(_ observer: @escaping @Sendable (Change) async -> Void) {
+        awaitedObservers.withLockedValue { $0.append(observer) }
+    }
+
+    private func publish(_ change: Change) async {
         for observer in observers.withLockedValue({ $0 }) { observer(change) }
+        for observer in awaitedObservers.withLockedValue({ $0 }) { await observer(change) }
     }
 
     // MARK: vCard
@@ -89,7 +97,7 @@ public final class ProfileService: Sendable {
             throw StanzaError(.internalServerError, text: "The server cannot hash the vCard's photo.")
         }
         try await vCards.setVCard(StoredVCard(xml: xml, photoHash: photoHash, updatedAt: Date()), for: username)
-        publish(.vCard(username: username, vCard: vCard, photoHash: photoHash, by: origin))
+        await publish(.vCard(username: username, vCard: vCard, photoHash: photoHash, by: origin))
     }
 
     // MARK: Private XML
@@ -135,7 +143,7 @@ public final class ProfileService: Sendable {
         }
         for (element, write) in zip(elements, writes) {
             let stored = write.xml == nil ? nil : element
-            publish(.privateXML(username: username, name: write.name, namespace: write.namespace, element: stored, by: origin))
+            await publish(.privateXML(username: username, name: write.name, namespace: write.namespace, element: stored, by: origin))
         }
     }
 

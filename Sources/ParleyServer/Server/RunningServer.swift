@@ -128,6 +128,10 @@ public final class RunningServer: Sendable {
             modules.append(PEPModule(service: service))
             disco.extendAccounts(with: service.discoExtension)
             pep = service
+            // XEP-0398 and XEP-0411: old and new clients see one avatar, nick and bookmark list.
+            let avatars = AvatarConversion(pep: service, profiles: profiles, events: events, logger: logger)
+            presence.addAvailablePresenceStamp { presence, sender in await avatars.stamp(&presence, from: sender) }
+            modules += [avatars, BookmarksConversion(pep: service, profiles: profiles, events: events, logger: logger)]
         }
         modules += [ContactAddressesModule(configuration.contactInfo), ExternalServicesModule(configuration.turn)]
         var registry = ModuleRegistry()
