@@ -1,0 +1,158 @@
+import ParleyCore
+import ParleyServer
+import Testing
+
+/// XEP-0045 occupants over time: nickname changes, leaving, several devices under one
+/// nickname, a dropped connection, non-anonymous rooms, temporary rooms, who may create
+/// rooms, and self-ping (XEP-0410).
+@Suite struct MUCOccupantScenarios {
+    static let room = MUCScenarios.room
+
+    @Test func aNicknameChangeIsAnnouncedWith303ThenTheNewName() async throws {
+        try await MUC.with { server in
+            let (alice, bob, carol) = try await MUCScenarios.threeInTheRoom(server)
+            let before = try await carol.sync()
+            #expect(before.isEmpty)
+            try await bob.send("<presence to='\(Self.room)/Robert'/>")
+            let leaving = try await bob.expectRoomPresence("team", "Bob", type: "unavailable", codes: [110, 303])
+            #expect(leaving.mucItem?[attribute: "nick"] == "Robert", "\(leaving.xmlString())")
+            let arriving = try await bob.expectRoomPresence("team", "Robert", codes: [110])
+            for client in [alice, carol] {
+                let old = try await client.expectRoomPresence("team", "Bob", type: "unavailable", codes: [303])
+                #expect(old.mucItem?[attribute: "nick"] == "Robert")
+                let new = try await client.expectRoomPresence("team", "Robert")
+                #expect(new.occupantID == arriving.occupantID && new.occupantID == old.occupantID, "the occupant id stays")
+            }
+            try await carol.send("<presence to='\(Self.room)/Alice'/>")
+            let taken = try await carol.expect("presence")
+            #expect(taken.type == "error" && taken.stanzaErrorCondition == .conflict, "\(taken.xmlString())")
+        }
+    }
+
+    @Test func leavingSendsUnavailableWith110ToSelfAndUnavailableToOthers() async throws {
+        try await MUC.with { server in
+            let (alice, bob, carol) = try await MUCScenarios.threeInTheRoom(server)
+            try await bob.send("<presence to='\(Self.room)/Bob' type='unavailable'><status>bye</status></presence>")
+            let own = try await bob.expectRoomPresence("team", "Bob", type: "unavailable", codes: [110])
+            #expect(own.mucItem?[attribute: "role"] == "none")
+            for client in [alice, carol] {
+                let gone = try await client.expectRoomPresence("team", "Bob", type: "unavailable")
+                #expect(gone.firstChild("status")?.text == "bye" && gone.mucItem?[attribute: "role"] == "none", "\(gone.xmlString())")
+            }
+            try await bob.send("<message to='\(Self.room)' type='groupchat' id='late'><body>still here?</body></message>")
+            #expect(try await bob.expect("message").stanzaErrorCondition == .notAcceptable)
+        }
+    }
+
+    @Test func aDroppedConnectionMakesTheOccupantLeave() async throws {
+        try await MUC.with { server in
+            let (alice, bob, carol) = try await MUCScenarios.threeInTheRoom(server)
+            await bob.close()
+            for client in [alice, carol] {
+                try await client.expectRoomPresence("team", "Bob", type: "unavailable")
+            }
+            try await server.waitUntilOffline("bob")
+            try await alice.send("<message to='\(Self.room)' type='groupchat' id='after'><body>anyone?</body></message>")
+            for client in [alice, carol] { try await client.expectMessage(id: "after") }
+            try await alice.expectNothingPending()
+        }
+    }
+
+    @Test func oneAccountOnSeveralDevicesIsOneOccupantAndEveryDeviceGetsTheTraffic() async throws {
+        try await MUC.with { server in
+            let (alice, bob, carol) = try await MUCScenarios.threeInTheRoom(server)
+            let phone = try await server.im("bob", "phone", available: false)
+            let entry = try await phone.enter("team", nick: "Bob")
+            #expect(Set(entry.others.compactMap(\.from)) == ["\(Self.room)/Alice", "\(Self.room)/Carol"])
+            #expect(entry.own.statusCodes == [110])
+            for client in [alice, bob, carol] { try await client.expectNothingPending("the occupant was already there") }
+
+            try await carol.send("<message to='\(Self.room)' type='groupchat' id='all'><body>to everyone</body></message>")
+            for client in [alice, bob, carol, phone] { try await client.expectMessage(id: "all") }
+            try await alice.send("<message to='\(Self.room)/Bob' type='chat' id='pm'><body>both devices</body></message>")
+            for client in [bob, phone] { try await client.expectMessage(id: "pm") }
+
+            // One device leaving keeps the occupant; the last one takes it out.
+            try await phone.send("<presence to='\(Self.room)/Bob' type='unavailable'/>")
+            try await phone.expectRoomPresence("team", "Bob", type: "unavailable", codes: [110])
+            for client in [alice, carol] { try await client.expectNothingPending() }
+            await bob.close()
+            for client in [alice, carol] { try await client.expectRoomPresence("team", "Bob", type: "unavailable") }
+        }
+    }
+
+    @Test func aNonAnonymousRoomSays100AndShowsRealJIDsToEveryone() async throws {
+        try await MUC.with { server in
+            let alice = try await server.im("alice")
+            let bob = try await server.im("bob")
+            _ = try await alice.enter("open", nick: "Alice")
+            let form = """
+                <x xmlns='jabber:x:data' type='submit'>\
+                <field var='FORM_TYPE'><value>http://jabber.org/protocol/muc#roomconfig</value></field>\
+                <field var='muc#roomconfig_whois'><value>anyone</value></field>\
+                <field var='muc#roomconfig_roomname'><value>Open plan</value></field></x>
+                """
+            let configured = try await alice.query(
+                "<iq type='set' id='cfg' to='open@\(MUC.service)'><query xmlns='\(MUC.owner)'>\(form)</query></iq>", id: "cfg")
+            #expect(configured.type == "result", "\(configured.xmlString())")
+            let entry = try await bob.enter("open", nick: "Bob")
+            #expect(entry.own.statusCodes == [100, 110])
+            try await alice.expectRoomPresence("open", "Bob")
+            #expect(entry.others.first?.mucItem?[attribute: "jid"] == "alice@localhost/r", "\(entry.others.map { $0.xmlString() })")
+            let info = try await bob.query(
+                "<iq type='get' id='ri' to='open@\(MUC.service)'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>", id: "ri")
+            let query = info.firstChild("query", namespace: XMLNamespace.discoInfo)
+            let features = Set(query?.children("feature").compactMap { $0[attribute: "var"] } ?? [])
+            #expect(features.isSuperset(of: [MUC.muc, MUC.occupantID, "muc_nonanonymous", "muc_temporary", "muc_public"]), "\(features)")
+            #expect(query?.firstChild("identity")?[attribute: "name"] == "Open plan")
+
+            let bad = try await alice.query(
+                """
+                <iq type='set' id='bad' to='open@\(MUC.service)'><query xmlns='\(MUC.owner)'><x xmlns='jabber:x:data' type='submit'>\
+                <field var='muc#roomconfig_whois'><value>everyone</value></field></x></query></iq>
+                """, id: "bad")
+            #expect(bad.type == "error" && bad.stanzaErrorCondition == .notAcceptable, "\(bad.xmlString())")
+            let notOwner = try await bob.query(
+                "<iq type='get' id='o' to='open@\(MUC.service)'><query xmlns='\(MUC.owner)'/></iq>", id: "o")
+            #expect(notOwner.stanzaErrorCondition == .forbidden)
+        }
+    }
+
+    @Test func aTemporaryRoomGoesAwayWithItsLastOccupant() async throws {
+        try await MUC.with { server in
+            let alice = try await server.im("alice")
+            try await MUC.createInstantRoom(alice, "brief", nick: "Alice")
+            try await alice.send("<presence to='brief@\(MUC.service)/Alice' type='unavailable'/>")
+            try await alice.expectRoomPresence("brief", "Alice", type: "unavailable", codes: [110])
+            let info = try await alice.query(
+                "<iq type='get' id='gone' to='brief@\(MUC.service)'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>", id: "gone")
+            #expect(info.type == "error" && info.stanzaErrorCondition == .itemNotFound, "\(info.xmlString())")
+        }
+    }
+
+    @Test func onlyTheConfiguredAccountsMayCreateRooms() async throws {
+        try await MUC.with(creators: [try JID("alice@localhost")]) { server in
+            let bob = try await server.im("bob")
+            try await bob.send("<presence to='new@\(MUC.service)/Bob'><x xmlns='\(MUC.muc)'/></presence>")
+            let refused = try await bob.expect("presence")
+            #expect(refused.type == "error" && refused.stanzaErrorCondition == .notAllowed, "\(refused.xmlString())")
+            let alice = try await server.im("alice")
+            try await MUC.createInstantRoom(alice, "new", nick: "Alice")
+            _ = try await bob.enter("new", nick: "Bob")
+        }
+    }
+
+    @Test func selfPingTellsWhetherTheClientIsStillInTheRoom() async throws {
+        try await MUC.with { server in
+            let alice = try await server.im("alice")
+            try await MUC.createInstantRoom(alice, "team", nick: "Alice")
+            let joined = try await alice.query("<iq type='get' id='sp' to='\(Self.room)/Alice'><ping xmlns='urn:xmpp:ping'/></iq>", id: "sp")
+            #expect(joined.type == "result" && joined.from == "\(Self.room)/Alice")
+            let bob = try await server.im("bob")
+            let stranger = try await bob.query("<iq type='get' id='sp2' to='\(Self.room)/Bob'><ping xmlns='urn:xmpp:ping'/></iq>", id: "sp2")
+            #expect(stranger.type == "error" && stranger.stanzaErrorCondition == .notAcceptable)
+            try await bob.send("<presence to='\(Self.room)'/>")
+            #expect(try await bob.expect("presence").stanzaErrorCondition == .jidMalformed)
+        }
+    }
+}
