@@ -47,7 +47,11 @@ extension StanzaRouter {
             switch policy.verdict(from: from, to: to, stanza: stanza) {
             case .deliver: break
             case .drop: return
-            case .reject(let error): return bounce(stanza, toService: serviceDomain, error)
+            case .reject(let error):
+                // A room's traffic from an occupant the user blocked just does not arrive: an
+                // error would read to the room as the user's client having gone.
+                if stanza.type == "groupchat" { return }
+                return bounce(stanza, toService: serviceDomain, error)
             }
         }
         switch stanza.name {

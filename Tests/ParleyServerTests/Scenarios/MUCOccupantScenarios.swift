@@ -156,3 +156,20 @@ import Testing
         }
     }
 }
+
+/// XEP-0191 inside a room: blocking an occupant hides its messages from the user only.
+@Suite struct MUCBlockingScenarios {
+    @Test func blockingAnOccupantHidesItsMessagesWithoutTakingTheUserOutOfTheRoom() async throws {
+        try await MUC.with { server in
+            let (alice, bob, carol) = try await MUCScenarios.threeInTheRoom(server)
+            let block = try await alice.query(
+                "<iq type='set' id='b'><block xmlns='urn:xmpp:blocking'><item jid='\(MUCScenarios.room)/Bob'/></block></iq>", id: "b")
+            #expect(block.type == "result")
+            try await bob.send("<message to='\(MUCScenarios.room)' type='groupchat' id='hidden'><body>hi</body></message>")
+            for client in [bob, carol] { try await client.expectMessage(id: "hidden") }
+            try await alice.expectNothingPending("a blocked occupant's message does not arrive")
+            try await carol.send("<message to='\(MUCScenarios.room)' type='groupchat' id='seen'><body>hi</body></message>")
+            for client in [alice, bob, carol] { try await client.expectMessage(id: "seen") }
+        }
+    }
+}
