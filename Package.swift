@@ -74,7 +74,7 @@ let package = Package(
         .target(
             name: "ParleyMUC",
             dependencies: [
-                "ParleyServer", "ParleyCore",
+                "ParleyServer", "ParleyCore", "ParleyStorage",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

@@ -87,6 +87,7 @@ extension MUCService {
         }
         switch form[attribute: "type"] {
         case "submit":
+            let wasPersistent = room.configuration.persistent && !room.locked
             do {
                 try room.configuration.apply(form)
             } catch {
@@ -94,6 +95,7 @@ extension MUCService {
             }
             room.locked = false
             state.rooms[key] = room
+            persist(key, wasPersistent: wasPersistent, state: &state)
             out.append(stanza.iqResult())
         case "cancel":
             out.append(stanza.iqResult())
@@ -106,6 +108,7 @@ extension MUCService {
     /// §10.9: every occupant gets unavailable presence carrying `<destroy/>`; the room is gone.
     private func destroy(_ key: String, reason: String?, state: inout State, out: inout [XMLElement]) {
         guard let room = state.rooms.removeValue(forKey: key) else { return }
+        persist(key, wasPersistent: room.configuration.persistent && !room.locked, state: &state)
         for session in room.allSessions {
             guard let nick = room.nick(of: session), let occupant = room.occupant(nick) else { continue }
             var destroy = XMLElement("destroy", namespace: MUCNamespace.user)

@@ -2,6 +2,7 @@ import Logging
 import NIOConcurrencyHelpers
 import ParleyCore
 import ParleyServer
+import ParleyStorage
 
 /// The multi-user chat service (XEP-0045) at its own domain, such as `conference.example.org`.
 ///
@@ -32,6 +33,9 @@ public final class MUCService: HostedService {
         var roomsBySession: [JID: Set<String>] = [:]
         var outbox: [XMLElement] = []
         var draining = false
+        /// Where persistent rooms are kept, and the last write queued to it.
+        var store: (any MUCRoomStore)?
+        var storeTail: Task<Void, Never>?
     }
 
     public let settings: Settings
@@ -46,8 +50,20 @@ public final class MUCService: HostedService {
         self.logger = logger
     }
 
-    public func start(_ outlet: HostedServiceOutlet) {
+    /// Loads the persistent rooms; what a previous start left in memory is dropped, as a
+    /// restarted process would have lost it.
+    public func start(_ outlet: HostedServiceOutlet) async throws {
+        let rooms = try await load(from: outlet.storage)
         self.outlet.withLockedValue { $0 = outlet }
+        withLockedState { state in
+            state = State()
+            state.rooms = rooms
+            state.store = outlet.storage
+        }
+    }
+
+    func withLockedState<T>(_ body: (inout State) -> T) -> T {
+        state.withLockedValue(body)
     }
 
     public func receive(_ stanza: XMLElement, from sender: JID) {
@@ -150,6 +166,9 @@ public final class MUCService: HostedService {
             switch (nick, type) {
             case (nil, "groupchat"):
                 try state.rooms[key]?.groupchat(stanza, from: sender, out: &out)
+                if stanza.firstChild("subject") != nil, state.rooms[key]?.configuration.persistent == true {
+                    persist(key, wasPersistent: true, state: &state)
+                }
             case (nil, _):
                 if stanza.firstChild("x", namespace: MUCNamespace.user) != nil {
                     throw StanzaError(.featureNotImplemented, text: "Invitations and voice requests are not supported yet.")

@@ -1,4 +1,5 @@
 import ParleyCore
+import ParleyStorage
 
 /// A service with a domain of its own on this server (multi-user chat at `conference.<domain>`,
 /// later HTTP upload, pubsub): every stanza addressed to its domain or to any JID at it comes
@@ -12,14 +13,21 @@ public protocol HostedService: AnyObject, Sendable {
     var domain: String { get }
     /// What the server's disco#items calls it.
     var name: String { get }
-    /// Called once at start-up, before any stanza arrives: the way back into the router.
-    func start(_ outlet: HostedServiceOutlet)
+    /// Called once at start-up, before the server accepts connections: the way back into
+    /// the router, and the storage to load the service's state from. A throw stops the start.
+    func start(_ outlet: HostedServiceOutlet) async throws
     /// A stanza for the service's domain or a JID at it, `from` stamped with the sender's
     /// full JID. Called on the sender's event loop: long work goes elsewhere.
     func receive(_ stanza: XMLElement, from sender: JID)
     /// A local session ended, for whatever reason (logout, kick, dropped connection,
     /// replacement): what the service kept for that full JID is stale now.
     func sessionEnded(_ session: JID)
+    /// The server is stopping, its sessions are gone: finish writing what must survive.
+    func shutdown() async
+}
+
+extension HostedService {
+    public func shutdown() async {}
 }
 
 /// How a hosted service sends: each stanza goes through the router as if a local entity at
@@ -28,6 +36,8 @@ public protocol HostedService: AnyObject, Sendable {
 public struct HostedServiceOutlet: Sendable {
     let domain: String
     let router: StanzaRouter
+    /// The server's database (one file for everything), for the service's own tables.
+    public let storage: SQLiteStorage
 
     public func send(_ stanza: XMLElement) {
         router.route(stanza, fromService: domain)

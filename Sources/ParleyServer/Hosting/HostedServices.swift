@@ -1,4 +1,5 @@
 import ParleyCore
+import ParleyStorage
 
 /// The hosted services of this server, by domain. Fixed at start-up, so the router's look-up
 /// for a stanza to another domain is one dictionary read without a lock.
@@ -41,7 +42,9 @@ public final class HostedServices: Sendable {
         all.map { XMLElement("item", ["jid": $0.domain, "name": $0.name]) }
     }
 
-    func start(router: StanzaRouter) {
-        for (domain, service) in byDomain { service.start(HostedServiceOutlet(domain: domain, router: router)) }
+    func start(router: StanzaRouter, storage: SQLiteStorage) async throws {
+        for (domain, service) in byDomain {
+            try await service.start(HostedServiceOutlet(domain: domain, router: router, storage: storage))
+        }
     }
 }

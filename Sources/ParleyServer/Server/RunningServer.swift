@@ -139,7 +139,7 @@ public final class RunningServer: Sendable {
         let policy = C2SPolicy(configuration: configuration, domain: domain)
         let router = StanzaRouter(domain: domain, sessions: sessions, modules: registry, policy: blocking, logger: logger, requests: requests,
             hosted: hosted)
-        hosted.start(router: router)
+        try await hosted.start(router: router, storage: storage)
         let limits = configuration.limits
         let context = try ServerContext(
             policy: policy, sessions: sessions, router: router, accounts: storage, registration: registration, tls: tls,
@@ -245,6 +245,7 @@ public final class RunningServer: Sendable {
         await archive.writer.waitUntilIdle(deadline: ContinuousClock.now + .seconds(5))
         // So are the logouts of the sessions the shutdown ended (XEP-0012 last activity).
         await lastActivity.waitUntilIdle(deadline: ContinuousClock.now + .seconds(5))
+        for service in context.router.hosted.all { await service.shutdown() }
         for task in background.withLockedValue({ $0 }) { task.cancel() }
         logger.info("stopped")
         stopped.succeed(())

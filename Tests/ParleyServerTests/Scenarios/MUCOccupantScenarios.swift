@@ -173,3 +173,42 @@ import Testing
         }
     }
 }
+
+/// Persistent rooms survive a restart: configuration, subject, the owner's affiliation and
+/// occupant ids; temporary ones do not.
+@Suite struct MUCPersistenceScenarios {
+    @Test func aPersistentRoomSurvivesARestartAndATemporaryOneDoesNot() async throws {
+        try await MUC.with { server in
+            let alice = try await server.im("alice")
+            let first = try await alice.enter("keep", nick: "Alice")
+            let form = """
+                <x xmlns='jabber:x:data' type='submit'>\
+                <field var='FORM_TYPE'><value>http://jabber.org/protocol/muc#roomconfig</value></field>\
+                <field var='muc#roomconfig_persistentroom'><value>1</value></field>\
+                <field var='muc#roomconfig_roomname'><value>Kept</value></field></x>
+                """
+            let configured = try await alice.query(
+                "<iq type='set' id='cfg' to='keep@\(MUC.service)'><query xmlns='\(MUC.owner)'>\(form)</query></iq>", id: "cfg")
+            #expect(configured.type == "result", "\(configured.xmlString())")
+            try await alice.send("<message to='keep@\(MUC.service)' type='groupchat' id='s'><subject>Still here</subject></message>")
+            _ = try await alice.expectMessage(id: "s")
+            try await MUC.createInstantRoom(alice, "fleeting", nick: "Alice")
+            await alice.close()
+
+            try await server.restart()
+            let bob = try await server.im("bob")
+            let list = try await bob.query(
+                "<iq type='get' id='l' to='\(MUC.service)'><query xmlns='http://jabber.org/protocol/disco#items'/></iq>", id: "l")
+            let items = list.firstChild("query", namespace: XMLNamespace.discoItems)?.children("item") ?? []
+            #expect(items.map { $0[attribute: "jid"] } == ["keep@\(MUC.service)"] && items.first?[attribute: "name"] == "Kept", "\(list.xmlString())")
+            let entry = try await bob.enter("keep", nick: "Bob")
+            #expect(entry.own.statusCodes == [110], "an existing room: no 201")
+            #expect(entry.subject.firstChild("subject")?.text == "Still here" && entry.subject.from == "keep@\(MUC.service)/Alice")
+
+            let again = try await server.im("alice")
+            let back = try await again.enter("keep", nick: "Alice")
+            #expect(back.own.mucItem?[attribute: "affiliation"] == "owner" && back.own.mucItem?[attribute: "role"] == "moderator")
+            #expect(back.own.occupantID == first.own.occupantID, "the occupant id survives the restart")
+        }
+    }
+}

@@ -20,7 +20,7 @@ final class RecordingService: HostedService {
         self.domain = domain
     }
 
-    func start(_ outlet: HostedServiceOutlet) {
+    func start(_ outlet: HostedServiceOutlet) async throws {
         self.outlet.withLock { $0 = outlet }
     }
 
