@@ -5,7 +5,7 @@ extension MUCRoom {
     /// Available presence from `session` to `room/nick`: an entry, a presence update or a
     /// nickname change. Throws the error the sender gets instead.
     mutating func available(
-        _ stanza: XMLElement, from session: JID, nick: String, created: Bool, out: inout [XMLElement]
+        _ stanza: XMLElement, from session: JID, nick: String, created: Bool, maxOccupants: Int, out: inout [XMLElement]
     ) throws(StanzaError) {
         if let current = self.nick(of: session) {
             if current == nick { return update(stanza, of: current, out: &out) }
@@ -26,6 +26,10 @@ extension MUCRoom {
             out.append(presence(of: occupant(nick) ?? existing, to: session, statuses: selfStatuses(created: false)))
             out.append(subjectMessage(to: session))
             return
+        }
+        // §7.2.10: a full room; its owners and admins still get in.
+        guard occupantCount < maxOccupants || affiliation == .owner || affiliation == .admin else {
+            throw StanzaError(.serviceUnavailable, text: "The room is full (\(maxOccupants) occupants).")
         }
         let occupant = MUCOccupant(
             nick: nick, account: session.bare, sessions: [session],

@@ -27,6 +27,7 @@ struct MUCRoom: Sendable {
     }
 
     var isEmpty: Bool { occupants.isEmpty }
+    var occupantCount: Int { occupants.count }
 
     func affiliation(of account: JID) -> MUCAffiliation { affiliations[account.bare] ?? .none }
 

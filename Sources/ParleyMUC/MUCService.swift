@@ -19,6 +19,10 @@ public final class MUCService: HostedService {
         public var serverDomain: String
         /// Bare JIDs that may create rooms; nil: every local account.
         public var creators: Set<JID>?
+        /// Rooms the service holds at most; creating one more is `resource-constraint`.
+        public var maxRooms = 10_000
+        /// Occupants one room holds at most; one more is `service-unavailable` (§7.2.10).
+        public var maxOccupantsPerRoom = 1_000
 
         public init(domain: String, serverDomain: String, creators: Set<JID>? = nil) {
             self.domain = domain
@@ -104,6 +108,11 @@ public final class MUCService: HostedService {
                 guard mayCreateRooms(sender) else {
                     return refuse(stanza, StanzaError(.notAllowed, text: "You may not create rooms on this service."), out: &out)
                 }
+                guard state.rooms.count < settings.maxRooms else {
+                    return refuse(
+                        stanza, StanzaError(.resourceConstraint, text: "This service holds no more than \(settings.maxRooms) rooms."),
+                        out: &out)
+                }
                 do {
                     // §7.2.1: a client that does not speak the MUC protocol gets an open room
                     // at once; one that does must configure it (or accept an instant room).
@@ -115,7 +124,8 @@ public final class MUCService: HostedService {
                 }
             }
             do {
-                try state.rooms[key]?.available(stanza, from: sender, nick: nick, created: created, out: &out)
+                try state.rooms[key]?.available(
+                    stanza, from: sender, nick: nick, created: created, maxOccupants: settings.maxOccupantsPerRoom, out: &out)
                 state.roomsBySession[sender, default: []].insert(key)
             } catch {
                 refuse(stanza, error, out: &out)
@@ -125,13 +135,18 @@ public final class MUCService: HostedService {
             // A presence error from an occupant's client means it is no longer there (§7.2.?
             // "kick on error"); it gets no self-presence in answer to an error.
             state.rooms[key]?.leave(sender, stanza: stanza.type == "error" ? nil : stanza, out: &out)
-            state.roomsBySession[sender]?.remove(key)
-            if state.roomsBySession[sender]?.isEmpty == true { state.roomsBySession[sender] = nil }
-            closeIfEmpty(key, state: &state)
+            forget(sender, in: key, state: &state)
         default:
             // Subscriptions and probes mean nothing to a room.
             return
         }
+    }
+
+    /// After `session` left room `key`: the index forgets it, and an empty temporary room goes.
+    private func forget(_ session: JID, in key: String, state: inout State) {
+        state.roomsBySession[session]?.remove(key)
+        if state.roomsBySession[session]?.isEmpty == true { state.roomsBySession[session] = nil }
+        closeIfEmpty(key, state: &state)
     }
 
     /// A temporary room goes away with its last occupant (XEP-0045 §10.1.3's "destroyed
@@ -157,8 +172,7 @@ public final class MUCService: HostedService {
             // An occupant's client refusing room traffic is treated as gone (as Prosody does).
             if state.rooms[key]?.nick(of: sender) != nil {
                 state.rooms[key]?.leave(sender, stanza: nil, out: &out)
-                state.roomsBySession[sender]?.remove(key)
-                closeIfEmpty(key, state: &state)
+                forget(sender, in: key, state: &state)
             }
             return
         }

@@ -18,5 +18,7 @@ extension MUCService.Settings {
         let creators: Set<JID>? =
             configuration.muc.roomCreation == .admins ? Set(configuration.muc.admins.compactMap { try? JID($0) }) : nil
         self.init(domain: configuration.mucDomain, serverDomain: configuration.domain, creators: creators)
+        maxRooms = configuration.muc.maxRooms
+        maxOccupantsPerRoom = configuration.muc.maxOccupantsPerRoom
     }
 }

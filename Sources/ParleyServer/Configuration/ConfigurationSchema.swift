@@ -66,6 +66,8 @@ enum ConfigurationSchema {
         "muc.domain": .scalar,
         "muc.room_creation": .scalar,
         "muc.admins": .list,
+        "muc.max_rooms": .scalar,
+        "muc.max_occupants_per_room": .scalar,
         "csi.queue_size": .scalar,
         "contact_info.abuse": .list,
         "contact_info.admin": .list,

@@ -17,6 +17,10 @@ extension ServerConfiguration {
         public var roomCreation = RoomCreation.local
         /// Bare JIDs that may create rooms when `roomCreation` is `admins`.
         public var admins: [String] = []
+        /// Rooms the service holds at most.
+        public var maxRooms = 10_000
+        /// Occupants one room holds at most (its owners and admins still get in).
+        public var maxOccupantsPerRoom = 1_000
         public init() {}
     }
 
@@ -30,6 +34,8 @@ extension ServerConfiguration {
         config.muc.domain = values.optionalString("muc.domain")
         config.muc.roomCreation = try values.choice("muc.room_creation", default: config.muc.roomCreation)
         config.muc.admins = try values.stringList("muc.admins", default: config.muc.admins)
+        config.muc.maxRooms = try values.positiveInt("muc.max_rooms", default: config.muc.maxRooms)
+        config.muc.maxOccupantsPerRoom = try values.positiveInt("muc.max_occupants_per_room", default: config.muc.maxOccupantsPerRoom)
         for admin in config.muc.admins {
             guard let jid = try? JID(admin), jid.localpart != nil, !jid.isFull else {
                 throw ConfigurationError(key: "muc.admins", reason: "expected bare JIDs such as admin@example.org, got \"\(admin)\"")

@@ -212,3 +212,24 @@ import Testing
         }
     }
 }
+
+/// The service's limits, each with the XEP's error and nothing changed for the others.
+@Suite struct MUCLimitScenarios {
+    @Test func aFullRoomAndOneRoomTooManyAreRefused() async throws {
+        try await MUC.with({ $0.maxOccupantsPerRoom = 2; $0.maxRooms = 1 }) { server in
+            let alice = try await server.im("alice")
+            let bob = try await server.im("bob")
+            let carol = try await server.im("carol")
+            try await MUC.createInstantRoom(alice, "team", nick: "Alice")
+            _ = try await bob.enter("team", nick: "Bob")
+            try await alice.expectRoomPresence("team", "Bob")
+            try await carol.send("<presence to='\(MUCScenarios.room)/Carol'><x xmlns='\(MUC.muc)'/></presence>")
+            let full = try await carol.expect("presence")
+            #expect(full.type == "error" && full.stanzaErrorCondition == .serviceUnavailable, "\(full.xmlString())")
+            try await carol.send("<presence to='other@\(MUC.service)/Carol'><x xmlns='\(MUC.muc)'/></presence>")
+            let tooMany = try await carol.expect("presence")
+            #expect(tooMany.type == "error" && tooMany.stanzaErrorCondition == .resourceConstraint, "\(tooMany.xmlString())")
+            for client in [alice, bob] { try await client.expectNothingPending() }
+        }
+    }
+}

@@ -14,9 +14,10 @@ enum MUC {
     static let occupantID = "urn:xmpp:occupant-id:0"
 
     static func with<T>(
-        creators: Set<JID>? = nil, _ body: (TestServer) async throws -> T
+        creators: Set<JID>? = nil, _ configure: (inout MUCService.Settings) -> Void = { _ in }, _ body: (TestServer) async throws -> T
     ) async throws -> T {
-        let settings = MUCService.Settings(domain: service, serverDomain: TestServer.domain, creators: creators)
+        var settings = MUCService.Settings(domain: service, serverDomain: TestServer.domain, creators: creators)
+        configure(&settings)
         let muc = MUCService(settings: settings, logger: Logger(label: "parley.scenario.muc"))
         return try await TestServer.with(accounts: TestServer.threeAccounts, hostedServices: [muc], { _ in }, body)
     }
