@@ -24,6 +24,7 @@ extension MUCRoom {
         for child in stanza.elements where !isRoomOwned(child) { message.append(child) }
         message.append(XMLElement("stanza-id", namespace: XMLNamespace.stanzaID, ["id": UUID().uuidString, "by": jid.description]))
         message.append(XMLElement("occupant-id", namespace: MUCNamespace.occupantID, ["id": sender.occupantID]))
+        if message.firstChild("body") != nil { history.append(message, limit: historyLimit) }
         for recipient in allSessions {
             var copy = message
             copy.to = recipient.description

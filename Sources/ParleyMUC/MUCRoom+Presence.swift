@@ -24,6 +24,7 @@ extension MUCRoom {
             addSession(session, to: nick)
             sendOccupants(to: session, except: nick, out: &out)
             out.append(presence(of: occupant(nick) ?? existing, to: session, statuses: selfStatuses(created: false)))
+            out.append(contentsOf: historyMessages(to: session, request: Self.historyRequest(stanza)))
             out.append(subjectMessage(to: session))
             return
         }
@@ -40,6 +41,7 @@ extension MUCRoom {
         add(occupant)
         for other in others { out.append(presence(of: occupant, to: other)) }
         out.append(presence(of: occupant, to: session, statuses: selfStatuses(created: created)))
+        out.append(contentsOf: historyMessages(to: session, request: Self.historyRequest(stanza)))
         out.append(subjectMessage(to: session))
     }
 
@@ -94,6 +96,11 @@ extension MUCRoom {
         for occupant in occupants.values.sorted(by: { $0.nick < $1.nick }) where occupant.nick != nick {
             out.append(presence(of: occupant, to: session))
         }
+    }
+
+    /// The `<history/>` of a join (§7.2.14), if it asked for a particular amount.
+    static func historyRequest(_ stanza: XMLElement) -> XMLElement? {
+        stanza.firstChild("x", namespace: MUCNamespace.muc)?.firstChild("history", namespace: MUCNamespace.muc)
     }
 
     private func selfStatuses(created: Bool) -> [MUCStatus] {

@@ -15,6 +15,10 @@ struct MUCRoom: Sendable {
     private(set) var nickBySession: [JID: String] = [:]
     /// The current subject and who set it (a room occupant JID, or the room's own).
     var subject: (text: String, from: JID)?
+    /// The last groupchat messages, for newcomers (in memory only).
+    var history = MUCHistory()
+    /// How many messages `history` keeps.
+    var historyLimit = 20
     /// Keys XEP-0421 occupant ids, so they are stable per account in this room and reveal
     /// nothing about the account elsewhere.
     let occupantIDKey: [UInt8]

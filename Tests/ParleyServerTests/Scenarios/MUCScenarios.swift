@@ -136,3 +136,43 @@ import Testing
         return (alice, bob, carol)
     }
 }
+
+/// §7.2.14: the discussion history a newcomer gets, as much as it asks for.
+@Suite struct MUCHistoryScenarios {
+    @Test func newcomersGetTheRecentHistoryWithDelayAsMuchAsTheyAskFor() async throws {
+        try await MUC.with { server in
+            let alice = try await server.im("alice")
+            try await MUC.createInstantRoom(alice, "team", nick: "Alice")
+            for id in ["h1", "h2", "h3"] {
+                try await alice.send("<message to='\(MUCScenarios.room)' type='groupchat' id='\(id)'><body>\(id)</body></message>")
+                try await alice.expectMessage(id: id)
+            }
+            try await alice.send("<message to='\(MUCScenarios.room)' type='groupchat' id='t'><subject>Topic</subject></message>")
+            try await alice.expectMessage(id: "t")
+
+            let bob = try await server.im("bob")
+            let all = try await bob.enter("team", nick: "Bob")
+            #expect(all.history.map(\.id) == ["h1", "h2", "h3"], "\(all.history.map { $0.xmlString() })")
+            for message in all.history {
+                let delay = message.firstChild("delay", namespace: IM.delay)
+                #expect(delay?[attribute: "from"] == MUCScenarios.room && delay?[attribute: "stamp"] != nil, "\(message.xmlString())")
+                #expect(message.from == "\(MUCScenarios.room)/Alice" && message.to == "bob@localhost/r")
+                #expect(message.firstChild("stanza-id", namespace: XMLNamespace.stanzaID) != nil)
+            }
+            #expect(all.subject.firstChild("subject")?.text == "Topic")
+
+            let carol = try await server.im("carol")
+            let last = try await carol.enter("team", nick: "Carol", extra: "")
+            #expect(last.history.count == 3)
+            let phone = try await server.im("carol", "phone", available: false)
+            try await phone.send(
+                "<presence to='\(MUCScenarios.room)/Carol'><x xmlns='\(MUC.muc)'><history maxstanzas='1'/></x></presence>")
+            let one = try await phone.enterReplies()
+            #expect(one.history.map(\.id) == ["h3"])
+            let laptop = try await server.im("carol", "laptop", available: false)
+            try await laptop.send(
+                "<presence to='\(MUCScenarios.room)/Carol'><x xmlns='\(MUC.muc)'><history maxstanzas='0'/></x></presence>")
+            #expect(try await laptop.enterReplies().history.isEmpty)
+        }
+    }
+}

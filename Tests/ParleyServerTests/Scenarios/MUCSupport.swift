@@ -34,10 +34,12 @@ enum MUC {
 }
 
 extension TestClient {
-    /// What entering a room brings: the others' presence, one's own, then the subject.
+    /// What entering a room brings: the others' presence, one's own, the history, then the
+    /// subject.
     struct RoomEntry {
         var others: [XMLElement]
         var own: XMLElement
+        var history: [XMLElement]
         var subject: XMLElement
     }
 
@@ -45,16 +47,26 @@ extension TestClient {
     /// which XEP-0045 §7.2.15 makes the last thing a newcomer gets.
     func enter(_ room: String, nick: String, extra: String = "") async throws -> RoomEntry {
         try await send("<presence to='\(room)@\(MUC.service)/\(nick)'><x xmlns='\(MUC.muc)'/>\(extra)</presence>")
+        return try await enterReplies()
+    }
+
+    /// Reads what entering a room brings, up to the subject.
+    func enterReplies() async throws -> RoomEntry {
         var presences: [XMLElement] = []
+        var history: [XMLElement] = []
         while true {
             let element = try await nextElement()
             if element.name == "message", element.firstChild("subject") != nil {
                 guard let own = presences.last, own.statusCodes.contains(110) else {
                     throw ScenarioFailure("no self-presence before the subject: \(presences.map { $0.xmlString() })")
                 }
-                return RoomEntry(others: presences.dropLast(), own: own, subject: element)
+                return RoomEntry(others: presences.dropLast(), own: own, history: history, subject: element)
             }
-            guard element.name == "presence", element.type == nil else {
+            if element.name == "message", element.type == "groupchat", presences.last?.statusCodes.contains(110) == true {
+                history.append(element)
+                continue
+            }
+            guard element.name == "presence", element.type == nil, history.isEmpty else {
                 throw ScenarioFailure("expected room presence, got \(element.xmlString())")
             }
             presences.append(element)
