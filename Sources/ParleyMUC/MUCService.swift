@@ -184,10 +184,11 @@ public final class MUCService: HostedService {
                     persist(key, wasPersistent: true, state: &state)
                 }
             case (nil, _):
-                if stanza.firstChild("x", namespace: MUCNamespace.user) != nil {
-                    throw StanzaError(.featureNotImplemented, text: "Invitations and voice requests are not supported yet.")
+                if let x = stanza.firstChild("x", namespace: MUCNamespace.user) {
+                    try state.rooms[key]?.relayInvitations(x, from: sender, out: &out)
+                } else {
+                    throw StanzaError(.notAcceptable, text: "Messages to the room are of type groupchat.")
                 }
-                throw StanzaError(.notAcceptable, text: "Messages to the room are of type groupchat.")
             case (_, "groupchat"):
                 throw StanzaError(.badRequest, text: "Groupchat messages go to the room's bare JID, not to an occupant.")
             case (let nick?, _):

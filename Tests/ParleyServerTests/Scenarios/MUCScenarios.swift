@@ -1,4 +1,5 @@
 import ParleyCore
+@testable import ParleyServer
 import Testing
 
 /// XEP-0045 with three clients: the service's disco, creating an instant room, entering it,
@@ -173,6 +174,49 @@ import Testing
             try await laptop.send(
                 "<presence to='\(MUCScenarios.room)/Carol'><x xmlns='\(MUC.muc)'><history maxstanzas='0'/></x></presence>")
             #expect(try await laptop.enterReplies().history.isEmpty)
+        }
+    }
+}
+
+/// §7.8.2: mediated invitations and declines, relayed by the room.
+@Suite struct MUCInvitationScenarios {
+    @Test func anOccupantInvitesTheInviteeDeclinesAndAnOfflineInviteeFindsItLater() async throws {
+        try await MUC.with { server in
+            let alice = try await server.im("alice")
+            let bob = try await server.im("bob")
+            try await MUC.createInstantRoom(alice, "team", nick: "Alice")
+            try await alice.send(
+                """
+                <message to='\(MUCScenarios.room)' id='inv'><x xmlns='\(MUC.user)'>\
+                <invite to='bob@localhost'><reason>standup</reason></invite><invite to='carol@localhost'/></x></message>
+                """)
+            let invitation = try await bob.expect("message")
+            let invite = invitation.firstChild("x", namespace: MUC.user)?.firstChild("invite", namespace: MUC.user)
+            #expect(invitation.from == MUCScenarios.room && invite?[attribute: "from"] == "alice@localhost", "\(invitation.xmlString())")
+            #expect(invite?.firstChild("reason", namespace: MUC.user)?.text == "standup")
+
+            try await bob.send(
+                """
+                <message to='\(MUCScenarios.room)' id='no'><x xmlns='\(MUC.user)'>\
+                <decline to='alice@localhost'><reason>busy</reason></decline></x></message>
+                """)
+            let declined = try await alice.expect("message")
+            let decline = declined.firstChild("x", namespace: MUC.user)?.firstChild("decline", namespace: MUC.user)
+            #expect(declined.from == MUCScenarios.room && decline?[attribute: "from"] == "bob@localhost", "\(declined.xmlString())")
+
+            // Carol was offline: the invitation waits in offline storage.
+            await server.running.offline.writer.waitUntilIdle(deadline: ContinuousClock.now + .seconds(5))
+            let carol = try await server.im("carol")
+            let stored = try await carol.expect("message")
+            #expect(stored.from == MUCScenarios.room && stored.firstChild("x", namespace: MUC.user)?.firstChild("invite", namespace: MUC.user) != nil)
+
+            // Only occupants invite.
+            try await carol.send(
+                "<message to='\(MUCScenarios.room)' id='bad'><x xmlns='\(MUC.user)'><invite to='bob@localhost'/></x></message>")
+            #expect(try await carol.expect("message").stanzaErrorCondition == .notAcceptable)
+            try await alice.send("<message to='\(MUCScenarios.room)' id='bad2'><x xmlns='\(MUC.user)'><invite/></x></message>")
+            #expect(try await alice.expect("message").stanzaErrorCondition == .jidMalformed)
+            try await bob.expectNothingPending()
         }
     }
 }
