@@ -20,6 +20,10 @@ enum MUCStatus: Int, Sendable {
     case logged = 170
     /// The room was created by this join.
     case created = 201
+    /// The occupant was banned.
+    case banned = 301
     /// The occupant changed its nickname.
     case nicknameChanged = 303
+    /// The occupant was kicked.
+    case kicked = 307
 }

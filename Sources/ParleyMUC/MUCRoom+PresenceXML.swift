@@ -7,7 +7,7 @@ extension MUCRoom {
     /// allowed to see it), the status codes, and its XEP-0421 occupant id.
     func presence(
         of occupant: MUCOccupant, to recipient: JID, type: String? = nil, statuses: [MUCStatus] = [], newNick: String? = nil,
-        role: MUCRole? = nil, extra: [XMLElement] = []
+        role: MUCRole? = nil, extra: [XMLElement] = [], itemChildren: [XMLElement] = []
     ) -> XMLElement {
         var presence = XMLElement(
             "presence", namespace: XMLNamespace.client,
@@ -21,6 +21,7 @@ extension MUCRoom {
             ["affiliation": affiliation(of: occupant.account).rawValue, "role": (role ?? occupant.role).rawValue])
         if maySee(realJIDsAs: recipient) { item.setAttribute("jid", occupant.realJID.description) }
         if let newNick { item.setAttribute("nick", newNick) }
+        for child in itemChildren { item.append(child) }
         var x = XMLElement("x", namespace: MUCNamespace.user, [:], [item])
         for status in statuses { x.append(XMLElement("status", namespace: MUCNamespace.user, ["code": String(status.rawValue)])) }
         for element in extra { x.append(element) }

@@ -61,6 +61,21 @@ extension MUCService {
             out.append(stanza.iqResult(Self.info(of: room)))
         case ("get", "query", XMLNamespace.discoItems?):
             out.append(stanza.iqResult(XMLElement("query", namespace: XMLNamespace.discoItems)))
+        case ("set", "query", MUCNamespace.admin?):
+            do throws(StanzaError) {
+                // All items or none: the change is made on a copy.
+                let wasPersistent = room.configuration.persistent && !room.locked
+                var changed = room
+                var notices: [XMLElement] = []
+                let outcome = try changed.admin(payload, from: sender, out: &notices)
+                state.rooms[key] = changed
+                out.append(contentsOf: notices)
+                for session in outcome.removedSessions { state.roomsBySession[session]?.remove(key) }
+                if outcome.affiliationsChanged { persist(key, wasPersistent: wasPersistent, state: &state) }
+                out.append(stanza.iqResult())
+            } catch {
+                refuse(stanza, error, out: &out)
+            }
         case (_, "query", MUCNamespace.owner?):
             guard room.affiliation(of: sender) == .owner else {
                 return refuse(stanza, StanzaError(.forbidden, text: "Only the room's owners may configure it."), out: &out)

@@ -233,3 +233,46 @@ import Testing
         }
     }
 }
+
+/// XEP-0045 §8.2 and §9.1: moderators kick (307), admins and owners ban (301); a banned
+/// account cannot come back; participants may do neither.
+@Suite struct MUCModerationScenarios {
+    static func admin(_ client: TestClient, _ item: String, id: String) async throws -> XMLElement {
+        try await client.query(
+            "<iq type='set' id='\(id)' to='\(MUCScenarios.room)'><query xmlns='http://jabber.org/protocol/muc#admin'>\(item)</query></iq>",
+            id: id)
+    }
+
+    @Test func aModeratorKicksAndAnOwnerBans() async throws {
+        try await MUC.with { server in
+            let (alice, bob, carol) = try await MUCScenarios.threeInTheRoom(server)
+            let refused = try await Self.admin(bob, "<item nick='Carol' role='none'/>", id: "k0")
+            #expect(refused.type == "error" && refused.stanzaErrorCondition == .forbidden, "\(refused.xmlString())")
+
+            // Kick: everyone sees 307 with the actor and the reason; the kicked one with 110.
+            try await alice.send(
+                "<iq type='set' id='k1' to='\(MUCScenarios.room)'><query xmlns='http://jabber.org/protocol/muc#admin'><item nick='Carol' role='none'><reason>spam</reason></item></query></iq>")
+            let kicked = try await carol.expectRoomPresence("team", "Carol", type: "unavailable", codes: [110, 307])
+            #expect(kicked.mucItem?.firstChild("reason", namespace: MUC.user)?.text == "spam")
+            #expect(kicked.mucItem?.firstChild("actor", namespace: MUC.user)?[attribute: "nick"] == "Alice", "\(kicked.xmlString())")
+            try await bob.expectRoomPresence("team", "Carol", type: "unavailable", codes: [307])
+            try await alice.expectRoomPresence("team", "Carol", type: "unavailable", codes: [307])
+            #expect(try await alice.expect("iq").type == "result")
+            try await carol.send("<message to='\(MUCScenarios.room)' type='groupchat' id='x'><body>back?</body></message>")
+            #expect(try await carol.expect("message").stanzaErrorCondition == .notAcceptable)
+
+            // Ban: 301, and the account cannot enter again.
+            try await alice.send(
+                "<iq type='set' id='b1' to='\(MUCScenarios.room)'><query xmlns='http://jabber.org/protocol/muc#admin'><item jid='bob@localhost' affiliation='outcast'/></query></iq>")
+            let seen = try await alice.expectRoomPresence("team", "Bob", type: "unavailable", codes: [301])
+            #expect(seen.mucItem?[attribute: "affiliation"] == "outcast")
+            #expect(try await alice.expect("iq").type == "result")
+            try await bob.expectRoomPresence("team", "Bob", type: "unavailable", codes: [110, 301])
+            try await bob.send("<presence to='\(MUCScenarios.room)/Bob'><x xmlns='\(MUC.muc)'/></presence>")
+            let forbidden = try await bob.expect("presence")
+            #expect(forbidden.type == "error" && forbidden.stanzaErrorCondition == .forbidden, "\(forbidden.xmlString())")
+            let lastOwner = try await Self.admin(alice, "<item jid='alice@localhost' affiliation='member'/>", id: "o")
+            #expect(lastOwner.stanzaErrorCondition == .conflict, "\(lastOwner.xmlString())")
+        }
+    }
+}
