@@ -15,7 +15,7 @@ extension MUCRoom {
         if locked, affiliation != .owner {
             throw StanzaError(.itemNotFound, text: "The room is locked until its owner has configured it.")
         }
-        if affiliation == .outcast { throw StanzaError(.forbidden, text: "You are banned from this room.") }
+        try admit(stanza, affiliation: affiliation)
         if let existing = occupant(nick) {
             // The same account from another device joins the same occupant (one nickname).
             guard existing.account == session.bare else {
@@ -96,6 +96,22 @@ extension MUCRoom {
         for occupant in occupants.values.sorted(by: { $0.nick < $1.nick }) where occupant.nick != nick {
             out.append(presence(of: occupant, to: session))
         }
+    }
+
+    /// §7.2.5–7.2.7: the password, the member list and bans, in the XEP's order; owners and
+    /// admins pass the first two.
+    private func admit(_ stanza: XMLElement, affiliation: MUCAffiliation) throws(StanzaError) {
+        let privileged = affiliation == .owner || affiliation == .admin
+        if let password = configuration.password, !privileged {
+            let given = stanza.firstChild("x", namespace: MUCNamespace.muc)?.firstChild("password", namespace: MUCNamespace.muc)?.text
+            guard let given, ConstantTime.equals(Array(given.utf8), Array(password.utf8)) else {
+                throw StanzaError(.notAuthorized, text: "This room needs a password.")
+            }
+        }
+        if configuration.membersOnly, !privileged, affiliation != .member {
+            throw StanzaError(.registrationRequired, text: "Only members may enter this room.")
+        }
+        if affiliation == .outcast { throw StanzaError(.forbidden, text: "You are banned from this room.") }
     }
 
     /// The `<history/>` of a join (§7.2.14), if it asked for a particular amount.

@@ -17,6 +17,10 @@ struct MUCRoomConfiguration: Sendable, Hashable {
     var whois = Whois.moderators
     /// Whether participants, not only moderators, may change the subject.
     var occupantsMayChangeSubject = false
+    /// Only members, admins and owners may enter (§7.2.6: `registration-required`).
+    var membersOnly = false
+    /// Entering takes this password (§7.2.5: `not-authorized` without it); nil: none.
+    var password: String?
 
     static let formType = "http://jabber.org/protocol/muc#roomconfig"
 
@@ -33,6 +37,11 @@ struct MUCRoomConfiguration: Sendable, Hashable {
             Self.field(
                 "muc#roomconfig_changesubject", type: "boolean", label: "Participants may change the subject",
                 occupantsMayChangeSubject ? "1" : "0"))
+        form.append(Self.field("muc#roomconfig_membersonly", type: "boolean", label: "Members only", membersOnly ? "1" : "0"))
+        form.append(
+            Self.field(
+                "muc#roomconfig_passwordprotectedroom", type: "boolean", label: "Password required", password != nil ? "1" : "0"))
+        form.append(Self.field("muc#roomconfig_roomsecret", type: "text-private", label: "Password", password ?? ""))
         var whoisField = Self.field("muc#roomconfig_whois", type: "list-single", label: "Who may see real JIDs", whois.rawValue)
         for option in [Whois.moderators, .anyone] {
             whoisField.append(XMLElement("option", ["label": option.rawValue], [XMLElement("value", text: option.rawValue)]))
@@ -45,6 +54,8 @@ struct MUCRoomConfiguration: Sendable, Hashable {
     /// a wrong FORM_TYPE or a bad value is a `bad-request`.
     mutating func apply(_ submitted: XMLElement) throws(StanzaError) {
         var changed = self
+        var passwordProtected = password != nil
+        var secret = password ?? ""
         for field in submitted.children("field", namespace: XMLNamespace.dataForms) {
             let value = field.firstChild("value", namespace: XMLNamespace.dataForms)?.text ?? ""
             switch field[attribute: "var"] {
@@ -57,6 +68,9 @@ struct MUCRoomConfiguration: Sendable, Hashable {
             case "muc#roomconfig_persistentroom": changed.persistent = try Self.boolean(value, field: "persistentroom")
             case "muc#roomconfig_publicroom": changed.isPublic = try Self.boolean(value, field: "publicroom")
             case "muc#roomconfig_changesubject": changed.occupantsMayChangeSubject = try Self.boolean(value, field: "changesubject")
+            case "muc#roomconfig_membersonly": changed.membersOnly = try Self.boolean(value, field: "membersonly")
+            case "muc#roomconfig_passwordprotectedroom": passwordProtected = try Self.boolean(value, field: "passwordprotectedroom")
+            case "muc#roomconfig_roomsecret": secret = value
             case "muc#roomconfig_whois":
                 guard let whois = Whois(rawValue: value) else {
                     throw StanzaError(.notAcceptable, text: "muc#roomconfig_whois is moderators or anyone, not '\(value)'.")
@@ -65,9 +79,13 @@ struct MUCRoomConfiguration: Sendable, Hashable {
             default: continue
             }
         }
-        guard changed.name.utf8.count <= 256, changed.description.utf8.count <= 1024 else {
-            throw StanzaError(.notAcceptable, text: "A room name is at most 256 bytes, a description 1024.")
+        guard changed.name.utf8.count <= 256, changed.description.utf8.count <= 1024, secret.utf8.count <= 256 else {
+            throw StanzaError(.notAcceptable, text: "A room name is at most 256 bytes, a description 1024, a password 256.")
         }
+        if passwordProtected, secret.isEmpty {
+            throw StanzaError(.notAcceptable, text: "A password-protected room needs a muc#roomconfig_roomsecret.")
+        }
+        changed.password = passwordProtected ? secret : nil
         self = changed
     }
 

@@ -135,6 +135,22 @@ extension MUCService {
         }
     }
 
+    /// §6.4 and §15.5.4: what clients show about a room before entering it.
+    private static func roomInfoForm(_ room: MUCRoom) -> XMLElement {
+        func field(_ name: String, _ value: String) -> XMLElement {
+            XMLElement("field", ["var": name], [XMLElement("value", text: value)])
+        }
+        var form = XMLElement("x", namespace: XMLNamespace.dataForms, ["type": "result"])
+        var formType = field("FORM_TYPE", MUCNamespace.roomInfo)
+        formType.setAttribute("type", "hidden")
+        form.append(formType)
+        form.append(field("muc#roomconfig_roomname", room.configuration.name))
+        form.append(field("muc#roominfo_description", room.configuration.description))
+        form.append(field("muc#roominfo_occupants", String(room.occupantCount)))
+        form.append(field("muc#roominfo_subject", room.subject?.text ?? ""))
+        return form
+    }
+
     /// §6.4: the room's identity and the features that describe it.
     static func info(of room: MUCRoom) -> XMLElement {
         var query = XMLElement("query", namespace: XMLNamespace.discoInfo)
@@ -142,12 +158,15 @@ extension MUCService {
         query.append(XMLElement("identity", ["category": "conference", "type": "text", "name": name]))
         let configuration = room.configuration
         var features = [
-            MUCNamespace.muc, MUCNamespace.occupantID, XMLNamespace.discoInfo, "muc_open", "muc_unmoderated", "muc_unsecured",
+            MUCNamespace.muc, MUCNamespace.occupantID, XMLNamespace.discoInfo, "muc_unmoderated",
+            configuration.membersOnly ? "muc_membersonly" : "muc_open",
+            configuration.password != nil ? "muc_passwordprotected" : "muc_unsecured",
             configuration.persistent ? "muc_persistent" : "muc_temporary", configuration.isPublic ? "muc_public" : "muc_hidden",
             configuration.whois == .anyone ? "muc_nonanonymous" : "muc_semianonymous",
         ]
         features.sort()
         for feature in features { query.append(XMLElement("feature", ["var": feature])) }
+        query.append(roomInfoForm(room))
         return query
     }
 }

@@ -64,6 +64,8 @@ extension MUCRoom {
         configuration.isPublic = stored.isPublic
         configuration.whois = MUCRoomConfiguration.Whois(rawValue: stored.whois) ?? .moderators
         configuration.occupantsMayChangeSubject = stored.occupantsMayChangeSubject
+        configuration.membersOnly = stored.membersOnly
+        configuration.password = stored.password
         if let text = stored.subject {
             subject = (text, stored.subjectFrom.flatMap { try? JID($0) } ?? jid)
         }
@@ -77,7 +79,8 @@ extension MUCRoom {
         StoredMUCRoom(
             service: service, name: jid.localpart ?? "", title: configuration.name, description: configuration.description,
             isPublic: configuration.isPublic, whois: configuration.whois.rawValue,
-            occupantsMayChangeSubject: configuration.occupantsMayChangeSubject, subject: subject?.text,
+            occupantsMayChangeSubject: configuration.occupantsMayChangeSubject, membersOnly: configuration.membersOnly,
+            password: configuration.password, subject: subject?.text,
             subjectFrom: subject?.from.description, occupantIDKey: occupantIDKey,
             affiliations: affiliations.sorted { $0.key < $1.key }.map { account, affiliation in
                 StoredMUCRoom.Affiliation(

@@ -26,6 +26,9 @@ public struct StoredMUCRoom: Sendable, Hashable {
     /// moderators or anyone (who may see real JIDs).
     public var whois: String
     public var occupantsMayChangeSubject: Bool
+    public var membersOnly: Bool
+    /// The password to enter, if the room has one.
+    public var password: String?
     public var subject: String?
     /// Who set the subject (an occupant JID, or the room's).
     public var subjectFrom: String?
@@ -35,7 +38,7 @@ public struct StoredMUCRoom: Sendable, Hashable {
 
     public init(
         service: String, name: String, title: String, description: String, isPublic: Bool, whois: String,
-        occupantsMayChangeSubject: Bool, subject: String?, subjectFrom: String?, occupantIDKey: [UInt8], affiliations: [Affiliation]
+        occupantsMayChangeSubject: Bool, membersOnly: Bool = false, password: String? = nil, subject: String?, subjectFrom: String?, occupantIDKey: [UInt8], affiliations: [Affiliation]
     ) {
         self.service = service
         self.name = name
@@ -44,6 +47,8 @@ public struct StoredMUCRoom: Sendable, Hashable {
         self.isPublic = isPublic
         self.whois = whois
         self.occupantsMayChangeSubject = occupantsMayChangeSubject
+        self.membersOnly = membersOnly
+        self.password = password
         self.subject = subject
         self.subjectFrom = subjectFrom
         self.occupantIDKey = occupantIDKey

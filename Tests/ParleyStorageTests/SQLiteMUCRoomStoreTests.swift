@@ -9,7 +9,7 @@ import Testing
     static func room(subject: String? = "Plans", affiliations: [StoredMUCRoom.Affiliation]) -> StoredMUCRoom {
         StoredMUCRoom(
             service: "conference.example.com", name: "balcony", title: "The balcony", description: "", isPublic: true,
-            whois: "anyone", occupantsMayChangeSubject: false, subject: subject, subjectFrom: "balcony@conference.example.com/Juliet",
+            whois: "anyone", occupantsMayChangeSubject: false, membersOnly: true, password: "s3cret", subject: subject, subjectFrom: "balcony@conference.example.com/Juliet",
             occupantIDKey: [1, 2, 3], affiliations: affiliations)
     }
 

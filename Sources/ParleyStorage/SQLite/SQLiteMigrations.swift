@@ -252,6 +252,8 @@ enum SQLiteMigrations {
                     is_public INTEGER NOT NULL,
                     whois TEXT NOT NULL,
                     occupants_change_subject INTEGER NOT NULL,
+                    members_only INTEGER NOT NULL,
+                    password TEXT,
                     subject TEXT,
                     subject_from TEXT,
                     occupant_id_key BLOB NOT NULL,

@@ -14,7 +14,8 @@ extension SQLiteStorage: MUCRoomStore {
                 let key: Data = row["occupant_id_key"]
                 return StoredMUCRoom(
                     service: service, name: name, title: row["title"], description: row["description"], isPublic: row["is_public"],
-                    whois: row["whois"], occupantsMayChangeSubject: row["occupants_change_subject"], subject: row["subject"],
+                    whois: row["whois"], occupantsMayChangeSubject: row["occupants_change_subject"],
+                    membersOnly: row["members_only"], password: row["password"], subject: row["subject"],
                     subjectFrom: row["subject_from"], occupantIDKey: Array(key), affiliations: affiliations)
             }
         }
@@ -25,16 +26,17 @@ extension SQLiteStorage: MUCRoomStore {
             try db.execute(
                 sql: """
                     INSERT INTO muc_rooms (service, name, title, description, is_public, whois, occupants_change_subject,
-                        subject, subject_from, occupant_id_key)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        members_only, password, subject, subject_from, occupant_id_key)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (service, name) DO UPDATE SET title = excluded.title, description = excluded.description,
                         is_public = excluded.is_public, whois = excluded.whois,
-                        occupants_change_subject = excluded.occupants_change_subject, subject = excluded.subject,
+                        occupants_change_subject = excluded.occupants_change_subject,
+                        members_only = excluded.members_only, password = excluded.password, subject = excluded.subject,
                         subject_from = excluded.subject_from
                     """,
                 arguments: [
                     room.service, room.name, room.title, room.description, room.isPublic, room.whois, room.occupantsMayChangeSubject,
-                    room.subject, room.subjectFrom, Data(room.occupantIDKey),
+                    room.membersOnly, room.password, room.subject, room.subjectFrom, Data(room.occupantIDKey),
                 ])
             try db.execute(sql: "DELETE FROM muc_affiliations WHERE service = ? AND room = ?", arguments: [room.service, room.name])
             for affiliation in room.affiliations {

@@ -276,3 +276,45 @@ import Testing
         }
     }
 }
+
+/// §7.2.5–7.2.6: password-protected and members-only rooms.
+@Suite struct MUCAccessScenarios {
+    static func configure(_ client: TestClient, _ fields: String) async throws {
+        let form = "<x xmlns='jabber:x:data' type='submit'>\(fields)</x>"
+        let reply = try await client.query(
+            "<iq type='set' id='cfg' to='\(MUCScenarios.room)'><query xmlns='\(MUC.owner)'>\(form)</query></iq>", id: "cfg")
+        #expect(reply.type == "result", "\(reply.xmlString())")
+    }
+
+    @Test func aPasswordIsNeededAndThenMembershipIs() async throws {
+        try await MUC.with { server in
+            let alice = try await server.im("alice")
+            let bob = try await server.im("bob")
+            _ = try await alice.enter("team", nick: "Alice")
+            try await Self.configure(
+                alice,
+                "<field var='muc#roomconfig_passwordprotectedroom'><value>1</value></field><field var='muc#roomconfig_roomsecret'><value>s3cret</value></field>")
+            try await bob.send("<presence to='\(MUCScenarios.room)/Bob'><x xmlns='\(MUC.muc)'/></presence>")
+            #expect(try await bob.expect("presence").stanzaErrorCondition == .notAuthorized)
+            try await bob.send("<presence to='\(MUCScenarios.room)/Bob'><x xmlns='\(MUC.muc)'><password>wrong</password></x></presence>")
+            #expect(try await bob.expect("presence").stanzaErrorCondition == .notAuthorized)
+            try await bob.send("<presence to='\(MUCScenarios.room)/Bob'><x xmlns='\(MUC.muc)'><password>s3cret</password></x></presence>")
+            #expect(try await bob.enterReplies().own.statusCodes == [110])
+            try await alice.expectRoomPresence("team", "Bob")
+            let info = try await bob.query(
+                "<iq type='get' id='ri' to='\(MUCScenarios.room)'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>", id: "ri")
+            let features = info.firstChild("query", namespace: XMLNamespace.discoInfo)?.children("feature").compactMap { $0[attribute: "var"] } ?? []
+            #expect(features.contains("muc_passwordprotected") && features.contains("muc_open"), "\(features)")
+
+            // Members only: Bob, already in, stays; Carol is turned away until made a member.
+            try await Self.configure(
+                alice, "<field var='muc#roomconfig_passwordprotectedroom'><value>0</value></field><field var='muc#roomconfig_membersonly'><value>1</value></field>")
+            let carol = try await server.im("carol")
+            try await carol.send("<presence to='\(MUCScenarios.room)/Carol'><x xmlns='\(MUC.muc)'/></presence>")
+            #expect(try await carol.expect("presence").stanzaErrorCondition == .registrationRequired)
+            let member = try await MUCModerationScenarios.admin(alice, "<item jid='carol@localhost' affiliation='member'/>", id: "m")
+            #expect(member.type == "result", "\(member.xmlString())")
+            #expect(try await carol.enter("team", nick: "Carol").own.mucItem?[attribute: "affiliation"] == "member")
+        }
+    }
+}
