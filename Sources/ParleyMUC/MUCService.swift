@@ -23,6 +23,11 @@ public final class MUCService: HostedService {
         public var maxRooms = 10_000
         /// Occupants one room holds at most; one more is `service-unavailable` (§7.2.10).
         public var maxOccupantsPerRoom = 1_000
+        /// Rooms one account may own; creating one more is `resource-constraint`.
+        public var maxRoomsPerAccount = 100
+        /// The largest message an occupant may send to the room, in bytes of XML: each is
+        /// copied to every occupant, so the room's limit is far below the stream's.
+        public var maxMessageBytes = 16_384
 
         public init(domain: String, serverDomain: String, creators: Set<JID>? = nil) {
             self.domain = domain
@@ -108,6 +113,13 @@ public final class MUCService: HostedService {
                 guard mayCreateRooms(sender) else {
                     return refuse(stanza, StanzaError(.notAllowed, text: "You may not create rooms on this service."), out: &out)
                 }
+                let owned = state.rooms.values.reduce(0) { $0 + ($1.affiliation(of: sender) == .owner ? 1 : 0) }
+                guard owned < settings.maxRoomsPerAccount else {
+                    return refuse(
+                        stanza,
+                        StanzaError(.resourceConstraint, text: "An account may own at most \(settings.maxRoomsPerAccount) rooms here."),
+                        out: &out)
+                }
                 guard state.rooms.count < settings.maxRooms else {
                     return refuse(
                         stanza, StanzaError(.resourceConstraint, text: "This service holds no more than \(settings.maxRooms) rooms."),
@@ -177,6 +189,10 @@ public final class MUCService: HostedService {
             return
         }
         do throws(StanzaError) {
+            if type == "groupchat" || nick != nil, stanza.xmlString().utf8.count > settings.maxMessageBytes {
+                throw StanzaError(
+                    .policyViolation, text: "Messages in this room are at most \(settings.maxMessageBytes) bytes of XML.")
+            }
             switch (nick, type) {
             case (nil, "groupchat"):
                 try state.rooms[key]?.groupchat(stanza, from: sender, out: &out)

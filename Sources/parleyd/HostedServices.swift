@@ -20,5 +20,7 @@ extension MUCService.Settings {
         self.init(domain: configuration.mucDomain, serverDomain: configuration.domain, creators: creators)
         maxRooms = configuration.muc.maxRooms
         maxOccupantsPerRoom = configuration.muc.maxOccupantsPerRoom
+        maxRoomsPerAccount = configuration.muc.maxRoomsPerAccount
+        maxMessageBytes = configuration.muc.maxMessageBytes
     }
 }

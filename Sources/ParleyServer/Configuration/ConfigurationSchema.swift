@@ -68,6 +68,8 @@ enum ConfigurationSchema {
         "muc.admins": .list,
         "muc.max_rooms": .scalar,
         "muc.max_occupants_per_room": .scalar,
+        "muc.max_rooms_per_account": .scalar,
+        "muc.max_message_bytes": .scalar,
         "csi.queue_size": .scalar,
         "contact_info.abuse": .list,
         "contact_info.admin": .list,

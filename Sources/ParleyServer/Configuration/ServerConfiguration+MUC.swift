@@ -21,6 +21,10 @@ extension ServerConfiguration {
         public var maxRooms = 10_000
         /// Occupants one room holds at most (its owners and admins still get in).
         public var maxOccupantsPerRoom = 1_000
+        /// Rooms one account may own.
+        public var maxRoomsPerAccount = 100
+        /// The largest message sent to a room or an occupant, in bytes of XML.
+        public var maxMessageBytes = 16_384
         public init() {}
     }
 
@@ -36,6 +40,8 @@ extension ServerConfiguration {
         config.muc.admins = try values.stringList("muc.admins", default: config.muc.admins)
         config.muc.maxRooms = try values.positiveInt("muc.max_rooms", default: config.muc.maxRooms)
         config.muc.maxOccupantsPerRoom = try values.positiveInt("muc.max_occupants_per_room", default: config.muc.maxOccupantsPerRoom)
+        config.muc.maxRoomsPerAccount = try values.positiveInt("muc.max_rooms_per_account", default: config.muc.maxRoomsPerAccount)
+        config.muc.maxMessageBytes = try values.positiveInt("muc.max_message_bytes", default: config.muc.maxMessageBytes)
         for admin in config.muc.admins {
             guard let jid = try? JID(admin), jid.localpart != nil, !jid.isFull else {
                 throw ConfigurationError(key: "muc.admins", reason: "expected bare JIDs such as admin@example.org, got \"\(admin)\"")

@@ -232,6 +232,25 @@ import Testing
             for client in [alice, bob] { try await client.expectNothingPending() }
         }
     }
+
+    @Test func oneRoomTooManyForAnAccountAndAnOversizedMessageAreRefused() async throws {
+        try await MUC.with({ $0.maxRoomsPerAccount = 1; $0.maxMessageBytes = 300 }) { server in
+            let alice = try await server.im("alice")
+            let bob = try await server.im("bob")
+            try await MUC.createInstantRoom(alice, "team", nick: "Alice")
+            try await alice.send("<presence to='second@\(MUC.service)/Alice'><x xmlns='\(MUC.muc)'/></presence>")
+            #expect(try await alice.expect("presence").stanzaErrorCondition == .resourceConstraint)
+            _ = try await bob.enter("team", nick: "Bob")
+            try await alice.expectRoomPresence("team", "Bob")
+            let long = String(repeating: "x", count: 400)
+            try await bob.send("<message to='\(MUCScenarios.room)' type='groupchat' id='big'><body>\(long)</body></message>")
+            let refused = try await bob.expect("message")
+            #expect(refused.type == "error" && refused.stanzaErrorCondition == .policyViolation, "\(refused.xmlString())")
+            try await alice.expectNothingPending("nothing of it reached the room")
+            try await bob.send("<message to='\(MUCScenarios.room)' type='groupchat' id='small'><body>ok</body></message>")
+            for client in [alice, bob] { try await client.expectMessage(id: "small") }
+        }
+    }
 }
 
 /// XEP-0045 §8.2 and §9.1: moderators kick (307), admins and owners ban (301); a banned
