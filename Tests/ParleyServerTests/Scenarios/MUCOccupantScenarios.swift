@@ -337,3 +337,33 @@ import Testing
         }
     }
 }
+
+/// §10.9: an owner destroys a room; every occupant is told why, and a persistent room is
+/// gone from storage too.
+@Suite struct MUCDestructionScenarios {
+    @Test func anOwnerDestroysAPersistentRoom() async throws {
+        try await MUC.with { server in
+            let (alice, bob, carol) = try await MUCScenarios.threeInTheRoom(server)
+            try await MUCAccessScenarios.configure(alice, "<field var='muc#roomconfig_persistentroom'><value>1</value></field>")
+            let notOwner = try await bob.query(
+                "<iq type='set' id='d0' to='\(MUCScenarios.room)'><query xmlns='\(MUC.owner)'><destroy/></query></iq>", id: "d0")
+            #expect(notOwner.stanzaErrorCondition == .forbidden)
+            try await alice.send(
+                "<iq type='set' id='d1' to='\(MUCScenarios.room)'><query xmlns='\(MUC.owner)'><destroy><reason>done</reason></destroy></query></iq>")
+            #expect(try await alice.expect("iq").type == "result")
+            for (client, nick) in [(alice, "Alice"), (bob, "Bob"), (carol, "Carol")] {
+                let gone = try await client.expectRoomPresence("team", nick, type: "unavailable", codes: [110])
+                let destroy = gone.firstChild("x", namespace: MUC.user)?.firstChild("destroy", namespace: MUC.user)
+                #expect(destroy?.firstChild("reason", namespace: MUC.user)?.text == "done", "\(gone.xmlString())")
+            }
+            try await bob.send("<message to='\(MUCScenarios.room)' type='groupchat' id='x'><body>hello?</body></message>")
+            #expect(try await bob.expect("message").stanzaErrorCondition == .itemNotFound)
+            await alice.close()
+            try await server.restart()
+            let again = try await server.im("carol", "later")
+            let info = try await again.query(
+                "<iq type='get' id='i' to='\(MUCScenarios.room)'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>", id: "i")
+            #expect(info.stanzaErrorCondition == .itemNotFound, "a destroyed persistent room does not come back")
+        }
+    }
+}
