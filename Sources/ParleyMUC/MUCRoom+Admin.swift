@@ -107,3 +107,46 @@ extension MUCRoom {
         return occupant.sessions
     }
 }
+
+extension MUCRoom {
+    /// §9.5, §10.5, §8.5: the list of one affiliation (for admins and owners) or one role (for
+    /// moderators).
+    func adminList(_ query: XMLElement, from session: JID) throws(StanzaError) -> XMLElement {
+        let items = query.children("item", namespace: MUCNamespace.admin)
+        guard items.count == 1, let item = items.first else {
+            throw StanzaError(.badRequest, text: "A muc#admin list request carries one <item/> naming an affiliation or a role.")
+        }
+        var list = XMLElement("query", namespace: MUCNamespace.admin)
+        if let name = item[attribute: "affiliation"] {
+            guard let wanted = MUCAffiliation(rawValue: name), wanted != .none else {
+                throw StanzaError(.badRequest, text: "'\(name)' is not an affiliation with a list.")
+            }
+            let actor = affiliation(of: session)
+            guard actor == .owner || actor == .admin else {
+                throw StanzaError(.forbidden, text: "Only admins and owners see the affiliation lists.")
+            }
+            for (account, affiliation) in affiliations.sorted(by: { $0.key < $1.key }) where affiliation == wanted {
+                list.append(XMLElement("item", namespace: MUCNamespace.admin, ["affiliation": affiliation.rawValue, "jid": account.description]))
+            }
+        } else if let name = item[attribute: "role"] {
+            guard let wanted = MUCRole(rawValue: name), wanted != .none else {
+                throw StanzaError(.badRequest, text: "'\(name)' is not a role with a list.")
+            }
+            guard let nick = nick(of: session), occupant(nick)?.role == .moderator else {
+                throw StanzaError(.forbidden, text: "Only moderators see the role lists.")
+            }
+            for occupant in occupants.values.sorted(by: { $0.nick < $1.nick }) where occupant.role == wanted {
+                list.append(
+                    XMLElement(
+                        "item", namespace: MUCNamespace.admin,
+                        [
+                            "affiliation": affiliation(of: occupant.account).rawValue, "role": occupant.role.rawValue,
+                            "nick": occupant.nick, "jid": occupant.realJID.description,
+                        ]))
+            }
+        } else {
+            throw StanzaError(.badRequest, text: "An <item/> names an 'affiliation' or a 'role'.")
+        }
+        return list
+    }
+}

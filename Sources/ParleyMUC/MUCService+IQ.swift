@@ -61,6 +61,12 @@ extension MUCService {
             out.append(stanza.iqResult(Self.info(of: room)))
         case ("get", "query", XMLNamespace.discoItems?):
             out.append(stanza.iqResult(XMLElement("query", namespace: XMLNamespace.discoItems)))
+        case ("get", "query", MUCNamespace.admin?):
+            do throws(StanzaError) {
+                out.append(stanza.iqResult(try room.adminList(payload, from: sender)))
+            } catch {
+                refuse(stanza, error, out: &out)
+            }
         case ("set", "query", MUCNamespace.admin?):
             do throws(StanzaError) {
                 // All items or none: the change is made on a copy.

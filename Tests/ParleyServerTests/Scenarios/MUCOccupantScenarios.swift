@@ -290,6 +290,19 @@ import Testing
             try await bob.send("<presence to='\(MUCScenarios.room)/Bob'><x xmlns='\(MUC.muc)'/></presence>")
             let forbidden = try await bob.expect("presence")
             #expect(forbidden.type == "error" && forbidden.stanzaErrorCondition == .forbidden, "\(forbidden.xmlString())")
+            let outcasts = try await alice.query(
+                "<iq type='get' id='l1' to='\(MUCScenarios.room)'><query xmlns='http://jabber.org/protocol/muc#admin'><item affiliation='outcast'/></query></iq>",
+                id: "l1")
+            let listed = outcasts.firstChild("query", namespace: "http://jabber.org/protocol/muc#admin")?.children("item")
+            #expect(listed?.map { $0[attribute: "jid"] } == ["bob@localhost"], "\(outcasts.xmlString())")
+            let participants = try await alice.query(
+                "<iq type='get' id='l2' to='\(MUCScenarios.room)'><query xmlns='http://jabber.org/protocol/muc#admin'><item role='moderator'/></query></iq>",
+                id: "l2")
+            #expect(participants.firstChild("query", namespace: "http://jabber.org/protocol/muc#admin")?.children("item").map { $0[attribute: "nick"] } == ["Alice"])
+            let notAdmin = try await carol.query(
+                "<iq type='get' id='l3' to='\(MUCScenarios.room)'><query xmlns='http://jabber.org/protocol/muc#admin'><item affiliation='member'/></query></iq>",
+                id: "l3")
+            #expect(notAdmin.stanzaErrorCondition == .forbidden, "\(notAdmin.xmlString())")
             let lastOwner = try await Self.admin(alice, "<item jid='alice@localhost' affiliation='member'/>", id: "o")
             #expect(lastOwner.stanzaErrorCondition == .conflict, "\(lastOwner.xmlString())")
         }
