@@ -36,7 +36,13 @@ extension MUCService {
     }
 
     func iq(_ stanza: XMLElement, from sender: JID, room key: String, nick: String?, state: inout State, out: inout [XMLElement]) {
-        guard stanza.type == "get" || stanza.type == "set" else { return }
+        guard stanza.type == "get" || stanza.type == "set" else {
+            // An occupant answering a request the room passed on.
+            if nick != nil, stanza.type == "result" || stanza.type == "error" {
+                state.rooms[key]?.forwardAnswer(stanza, from: sender, out: &out)
+            }
+            return
+        }
         guard let payload = stanza.elements.first, stanza.elements.count == 1 else {
             return refuse(stanza, StanzaError(.badRequest, text: "An iq get or set carries exactly one child element."), out: &out)
         }
@@ -51,7 +57,12 @@ extension MUCService {
             if payload.name == "ping", payload.namespace == XMLNamespace.ping, room.nick(of: sender) == nick {
                 return out.append(stanza.iqResult())
             }
-            return refuse(stanza, StanzaError(.serviceUnavailable), out: &out)
+            do throws(StanzaError) {
+                try state.rooms[key]?.forwardRequest(stanza, from: sender, to: nick, out: &out)
+            } catch {
+                refuse(stanza, error, out: &out)
+            }
+            return
         }
         switch (stanza.type, payload.name, payload.namespace) {
         case ("get", "query", XMLNamespace.discoInfo?):

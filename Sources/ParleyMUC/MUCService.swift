@@ -144,8 +144,8 @@ public final class MUCService: HostedService {
                 closeIfEmpty(key, state: &state)
             }
         case "unavailable", "error":
-            // A presence error from an occupant's client means it is no longer there (§7.2.?
-            // "kick on error"); it gets no self-presence in answer to an error.
+            // A presence error from an occupant's client means it is no longer there (as
+            // Prosody treats it); it gets no self-presence in answer to an error.
             state.rooms[key]?.leave(sender, stanza: stanza.type == "error" ? nil : stanza, out: &out)
             forget(sender, in: key, state: &state)
         default:

@@ -155,6 +155,25 @@ import Testing
             #expect(try await bob.expect("presence").stanzaErrorCondition == .jidMalformed)
         }
     }
+
+    @Test func aRequestToAnotherOccupantIsPassedOnAndItsAnswerComesBack() async throws {
+        try await MUC.with { server in
+            let (alice, bob, carol) = try await MUCScenarios.threeInTheRoom(server)
+            try await bob.send("<iq type='get' id='v1' to='\(Self.room)/Alice'><query xmlns='jabber:iq:version'/></iq>")
+            let request = try await alice.expect("iq")
+            #expect(request.from == "\(Self.room)/Bob" && request.type == "get" && request.id != "v1", "\(request.xmlString())")
+            try await alice.send(
+                "<iq type='result' id='\(request.id ?? "")' to='\(Self.room)/Bob'><query xmlns='jabber:iq:version'><name>raw</name><version>1</version></query></iq>")
+            let answer = try await bob.expect("iq")
+            #expect(answer.type == "result" && answer.id == "v1" && answer.from == "\(Self.room)/Alice", "\(answer.xmlString())")
+            #expect(answer.firstChild("query", namespace: "jabber:iq:version")?.firstChild("name")?.text == "raw")
+            // Only the session asked can answer, and only once.
+            try await carol.send("<iq type='result' id='\(request.id ?? "")' to='\(Self.room)/Bob'/>")
+            try await bob.expectNothingPending()
+            try await bob.send("<iq type='get' id='v2' to='\(Self.room)/Nobody'><query xmlns='jabber:iq:version'/></iq>")
+            #expect(try await bob.expect("iq").stanzaErrorCondition == .itemNotFound)
+        }
+    }
 }
 
 /// XEP-0191 inside a room: blocking an occupant hides its messages from the user only.
