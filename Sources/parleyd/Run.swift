@@ -26,7 +26,10 @@ struct Run: AsyncParsableCommand {
             MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
             prometheus = registry
         }
-        let server = XMPPServer(configuration: configuration, logger: logger, prometheus: prometheus) { running in
+        let server = XMPPServer(
+            configuration: configuration, logger: logger, prometheus: prometheus,
+            hostedServices: makeHostedServices(configuration, logger: logger)
+        ) { running in
             printBanner(running)
         }
         let group = ServiceGroup(

@@ -28,6 +28,7 @@ public struct ServerConfiguration: Sendable, Hashable {
     public var metrics = Metrics()
     public var storage = Storage()
     public var pep = PEP()
+    public var muc = MUC()
     public var clientState = ClientState()
     public var contactInfo = ContactInfo()
     public var turn = TURN()
