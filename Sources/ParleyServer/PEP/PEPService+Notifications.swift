@@ -33,13 +33,15 @@ extension PEPService {
     }
 
     /// The messages differ only in `to` and `id`: one is built, and each recipient's is a copy
-    /// with those two set, sharing the event. The ids are one random prefix per event and a
-    /// counter (a fresh UUID per recipient cost a read of the random source and a Unicode
-    /// lowercasing each). The hops to the recipients' event loops are batched.
+    /// with those two set, sharing the event, which is serialized once for all of them. The
+    /// ids are one random prefix per event and a counter (a fresh UUID per recipient cost a
+    /// read of the random source and a Unicode lowercasing each). The hops to the
+    /// recipients' event loops are batched.
     func send(_ event: XMLElement, from owner: JID, to recipients: [SessionHandle]) {
         guard !recipients.isEmpty else { return }
+        let shared = recipients.count > 1 ? event.serializedOnce(in: .clientStream) : event
         let template = XMLElement(
-            "message", namespace: XMLNamespace.client, ["from": owner.description, "to": "", "type": "headline", "id": ""], [event])
+            "message", namespace: XMLNamespace.client, ["from": owner.description, "to": "", "type": "headline", "id": ""], [shared])
         let idPrefix = Self.newItemID() + "-"
         let batch = DeliveryBatch()
         for (index, session) in recipients.enumerated() {
