@@ -30,7 +30,14 @@ import Testing
         let id = try await alice.setAvatar(picture)
         #expect(id.count == 40)
         // Bob's caps say +notify: Prosody pushes the metadata, Bob's client fetches the bytes.
-        try await eventually("Bob has Alice's avatar") { await bob.avatar(of: jid("alice"))?.data == picture }
+        // Prosody also puts the avatar into Alice's vCard (mod_vcard_legacy) and its hash into
+        // her presence, so the picture may reach Bob through the vCard first: wait for the
+        // PEP path itself.
+        try await eventually("Bob has Alice's avatar from PEP") {
+            let hash = await bob.profile(of: jid("alice"))?.avatarHash
+            let data = await bob.avatar(of: jid("alice"))?.data
+            return hash == id && data == picture
+        }
         let profile = try #require(await bob.profile(of: jid("alice")))
         #expect(profile.avatarHash == id && profile.nickname == "Alice Liddell")
         #expect(bobEvents.all.contains(.contactProfileChanged(jid("alice"))))
