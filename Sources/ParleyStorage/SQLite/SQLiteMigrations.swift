@@ -15,6 +15,7 @@ enum SQLiteMigrations {
         migrator.registerMigration("v6_pep", migrate: v6PEP)
         migrator.registerMigration("v7_profile", migrate: v7Profile)
         migrator.registerMigration("v8_account_identity", migrate: v8AccountIdentity)
+        migrator.registerMigration("v11_uploads", migrate: v11Uploads)
         return migrator
     }
 
@@ -235,5 +236,25 @@ enum SQLiteMigrations {
     /// Rows recorded before have none, and readers treat them as naming the username.
     private static func v8AccountIdentity(_ db: Database) throws {
         try db.execute(sql: "ALTER TABLE account_changes ADD COLUMN account_id INTEGER")
+    }
+
+    /// XEP-0363 uploads: issued slots and the files stored through them. The rows go with the
+    /// account; the files (keyed by account id) are removed by the HTTP service when it reads
+    /// the deletion from the account change feed.
+    private static func v11Uploads(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE uploads (
+                    id TEXT PRIMARY KEY,
+                    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    filename TEXT NOT NULL,
+                    size INTEGER NOT NULL CHECK (size >= 0),
+                    content_type TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    state TEXT NOT NULL CHECK (state IN ('pending', 'uploading', 'stored'))
+                ) WITHOUT ROWID;
+                CREATE INDEX uploads_account ON uploads(account_id, created_at);
+                CREATE INDEX uploads_created ON uploads(created_at);
+                """)
     }
 }
