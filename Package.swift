@@ -163,7 +163,7 @@ let package = Package(
         .testTarget(
             name: "ParleyHTTPTests",
             dependencies: [
-                "ParleyHTTP", "ParleyServer", "ParleyStorage", "ParleyCore",
+                "ParleyHTTP", "ParleyServer", "ParleyStorage", "ParleyCore", "ParleyTLS",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),

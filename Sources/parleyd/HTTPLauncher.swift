@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import ParleyHTTP
 import ParleyServer
@@ -19,6 +20,14 @@ struct HTTPLauncher: Service {
         let http = try ParleyHTTPServer(
             configuration: configuration, storage: running.storage, certificatePath: running.certificatePath,
             keyPath: configuration.tlsKeyPath, logger: logger)
+        let scheme = configuration.http.tls ? "https" : "http"
+        Task {
+            for address in await http.addresses() {
+                let host = address.ipAddress ?? "?"
+                print("  \(scheme): \(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(address.port ?? 0)/ (uploads: \(http.uploadSlots?.baseURL ?? "disabled"))")
+                fflush(nil)
+            }
+        }
         try await http.run()
     }
 }
