@@ -130,9 +130,15 @@ struct GeneratedBody: AsyncSequence, Sendable {
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(remaining: count, chunk: chunk, pause: pause) }
 }
 
-func residentMemoryKB() -> Int {
+/// Resets the kernel's peak-RSS mark (VmHWM) to the current RSS. The peak, not the RSS after,
+/// tells whether a file was held: malloc hands a freed 100 MB buffer straight back.
+func resetPeakResidentMemory() {
+    try? Data("5".utf8).write(to: URL(fileURLWithPath: "/proc/self/clear_refs"))
+}
+
+func residentMemoryKB(_ field: String = "VmRSS") -> Int {
     guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") })
     else { return 0 }
     return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first ?? "0") ?? 0
 }
