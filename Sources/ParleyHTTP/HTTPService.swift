@@ -27,11 +27,14 @@ public final class HTTPService: Service, Sendable {
         let router = Router(context: HTTPContext.self)
         for feature in features { feature.mount(on: router) }
         let responder = router.buildResponder()
-        var server = HTTPServerBuilder.http1()
+        // A client that stops sending (mid-upload, or after connecting) is dropped, so that an
+        // idle connection cannot hold a slot or a file descriptor for ever.
+        let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: .seconds(60)))
+        var server = http1
         if configuration.tls {
             let chain = try NIOSSLCertificate.fromPEMFile(certificatePath).map { NIOSSLCertificateSource.certificate($0) }
             let key = try NIOSSLPrivateKey(file: keyPath, format: .pem)
-            server = try .tls(.http1(), tlsConfiguration: .makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key)))
+            server = try .tls(http1, tlsConfiguration: .makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key)))
         }
         self.gracePeriod = gracePeriod
         let count = configuration.interfaces.count
