@@ -121,7 +121,11 @@ struct UploadLifecycleTests {
         #expect(reply.status == 201)
         let attributes = try FileManager.default.attributesOfItem(atPath: harness.uploadDirectory + "/1/" + slot.id)
         #expect((attributes[.size] as? Int) == size)
-        #expect(after - before < 16 * 1024, "peak RSS grew by \(after - before) kB during a 100 MB upload")
+        // Run alone the peak grows by a few MB (2-4 MB measured); the whole suite runs other
+        // tests in this process at the same time, whose allocations count too. A server holding
+        // the file would add 100 MB or more (200 MB measured with a body collected whole).
+        #expect(after - before < 40 * 1024, "peak RSS grew by \(after - before) kB during a 100 MB upload")
+        print("aLargeUploadIsStreamedNotBuffered: peak RSS grew by \(after - before) kB")
         try await harness.stop()
     }
 }
