@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "ParleyStream", targets: ["ParleyStream"]),
         .library(name: "ParleyTLS", targets: ["ParleyTLS"]),
         .library(name: "ParleyServer", targets: ["ParleyServer"]),
+        .library(name: "ParleyMUC", targets: ["ParleyMUC"]),
         .executable(name: "parleyd", targets: ["parleyd"]),
         .library(name: "ParleyClient", targets: ["ParleyClient"]),
         .executable(name: "parley", targets: ["parley"]),
@@ -90,10 +91,19 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
+        // A hosted service (XEP-0045 at conference.<domain>): it uses ParleyServer's public
+        // API, and ParleyServer never imports it; parleyd wires it in.
+        .target(
+            name: "ParleyMUC",
+            dependencies: [
+                "ParleyServer", "ParleyCore", "ParleyStorage",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .executableTarget(
             name: "parleyd",
             dependencies: [
-                "ParleyServer", "ParleyCore", "ParleyStorage", "ParleyHTTP",
+                "ParleyServer", "ParleyMUC", "ParleyCore", "ParleyStorage", "ParleyHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -154,6 +164,8 @@ let package = Package(
             name: "ParleyServerTests",
             dependencies: [
                 "ParleyServer", "ParleyStream", "ParleyCore", "ParleyTLS", "ParleyStorage", "ParleyTestSupport",
+                // The MUC scenarios need the server's scenario harness, so they live here.
+                "ParleyMUC",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

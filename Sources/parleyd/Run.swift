@@ -27,7 +27,10 @@ struct Run: AsyncParsableCommand {
             prometheus = registry
         }
         let (started, starting) = AsyncStream.makeStream(of: RunningServer.self)
-        let server = XMPPServer(configuration: configuration, logger: logger, prometheus: prometheus) { running in
+        let server = XMPPServer(
+            configuration: configuration, logger: logger, prometheus: prometheus,
+            hostedServices: makeHostedServices(configuration, logger: logger)
+        ) { running in
             printBanner(running)
             starting.yield(running)
             starting.finish()

@@ -28,6 +28,8 @@ public struct XMLElement: Sendable {
         case built([XMLAttribute], [XMLNode])
         /// Element `node` of a parsed stanza.
         case arena(XMLArena, Int32)
+        /// An element serialized once for many copies (see `XMLVerbatim`).
+        case verbatim(XMLVerbatim)
     }
 
     public var attributes: [XMLAttribute] {
@@ -35,6 +37,7 @@ public struct XMLElement: Sendable {
             switch content {
             case .built(let attributes, _): attributes
             case .arena(let arena, let node): arena.attributes(of: node)
+            case .verbatim(let verbatim): verbatim.element.attributes
             }
         }
         _modify {
@@ -49,6 +52,7 @@ public struct XMLElement: Sendable {
             switch content {
             case .built(_, let children): children
             case .arena(let arena, let node): arena.children(of: node)
+            case .verbatim(let verbatim): verbatim.element.children
             }
         }
         _modify {
@@ -114,6 +118,8 @@ public struct XMLElement: Sendable {
             return (attributes, children)
         case .arena(let arena, let node):
             return (arena.attributes(of: node), arena.children(of: node))
+        case .verbatim(let verbatim):
+            return (verbatim.element.attributes, verbatim.element.children)
         }
     }
 
@@ -140,6 +146,8 @@ public struct XMLElement: Sendable {
             return nil
         case .arena(let arena, let node):
             return arena.attributeValue(of: node, name: name, namespace: namespace)
+        case .verbatim(let verbatim):
+            return verbatim.element.attribute(name, namespace: namespace)
         }
     }
 
@@ -166,6 +174,8 @@ public struct XMLElement: Sendable {
             children.compactMap { if case .element(let element) = $0 { element } else { nil } }
         case .arena(let arena, let node):
             arena.elements(of: node) { _, _ in true }
+        case .verbatim(let verbatim):
+            verbatim.element.elements
         }
     }
 
@@ -178,6 +188,8 @@ public struct XMLElement: Sendable {
             return result
         case .arena(let arena, let node):
             return arena.text(of: node)
+        case .verbatim(let verbatim):
+            return verbatim.element.text
         }
     }
 
@@ -194,12 +206,14 @@ public struct XMLElement: Sendable {
                 arena.string(child.name, equals: name)
                     && (namespace == nil || arena.string(child.namespace, equals: namespace))
             }
+        case .verbatim(let verbatim):
+            return verbatim.element.firstChild(name, namespace: namespace)
         }
     }
 
     public func children(_ name: String, namespace: String? = nil) -> [XMLElement] {
         switch content {
-        case .built:
+        case .built, .verbatim:
             return elements.filter { $0.name == name && (namespace == nil || $0.namespace == namespace) }
         case .arena(let arena, let node):
             return arena.elements(of: node) { arena, child in
@@ -220,6 +234,8 @@ public struct XMLElement: Sendable {
             return nil
         case .arena(let arena, let node):
             return arena.firstElement(of: node) { arena, child in arena.string(child.namespace, equals: namespace) }
+        case .verbatim(let verbatim):
+            return verbatim.element.firstChild(inNamespace: namespace)
         }
     }
 

@@ -66,6 +66,14 @@ public enum XMLSerializer {
         _ element: XMLElement, to sink: inout Sink, defaultNamespace: String?,
         prefixes: [String: String]
     ) {
+        if case .verbatim(let verbatim) = element.content {
+            if verbatim.defaultNamespace == defaultNamespace, verbatim.prefixes == prefixes {
+                verbatim.bytes.withUnsafeBytes { sink.writeUTF8($0) }
+            } else {
+                writeElement(verbatim.element, to: &sink, defaultNamespace: defaultNamespace, prefixes: prefixes)
+            }
+            return
+        }
         var childDefault = defaultNamespace
         var declaresDefault = false
         var prefix: String? = nil
@@ -107,6 +115,8 @@ public enum XMLSerializer {
                     }
                 }
             }
+        case .verbatim:
+            preconditionFailure("written above")
         case .arena(let arena, let index):
             // A parsed element: its bytes go out straight from the arena, no Strings made.
             let node = arena.node(Int(index))

@@ -151,6 +151,7 @@ extension ServerConfiguration {
             "pep.max_nodes_per_account", default: config.pep.maxNodesPerAccount)
         try readDiscovery(values, into: &config)
         try readHTTP(values, into: &config.http)
+        try readMUC(values, into: &config)
         return config
     }
 

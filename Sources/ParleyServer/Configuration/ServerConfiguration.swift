@@ -29,6 +29,7 @@ public struct ServerConfiguration: Sendable, Hashable {
     public var http = HTTPConfiguration()
     public var storage = Storage()
     public var pep = PEP()
+    public var muc = MUC()
     public var clientState = ClientState()
     public var contactInfo = ContactInfo()
     public var turn = TURN()

@@ -18,6 +18,8 @@ public final class PresenceModule: ServerModule {
     let queue = UserQueue()
     let logger: Logger
     let events: ServerEventBus
+    /// Directed presence to a hosted service's JID (joining a room) goes to the service.
+    let hosted: HostedServices
     /// Run after a session's first available presence (offline message delivery).
     let afterInitialPresence: @Sendable (SessionHandle) async -> Void
     /// What other modules add to a user's available presence before it is kept and sent.
@@ -26,8 +28,10 @@ public final class PresenceModule: ServerModule {
     public init(
         domain: JID, sessions: SessionRegistry, rosters: any RosterStore, accounts: any AccountStore,
         policy: any DeliveryPolicy, events: ServerEventBus, logger: Logger,
+        hosted: HostedServices = HostedServices(),
         afterInitialPresence: @escaping @Sendable (SessionHandle) async -> Void
     ) {
+        self.hosted = hosted
         self.domain = domain
         self.sessions = sessions
         self.rosters = rosters
@@ -85,7 +89,10 @@ public final class PresenceModule: ServerModule {
             // The server probes on the user's behalf (§4.3); a client's own probe is ignored.
             return
         case "error":
-            if let to, to.isFull { sessions.session(to)?.deliver(stanza) }
+            if let to, to.isFull {
+                if let service = hostedService(of: to) { return service.receive(stanza, from: sender.jid) }
+                sessions.session(to)?.deliver(stanza)
+            }
         default:
             if var reply = stanza.errorReply(StanzaError(.badRequest, text: "Unknown presence type '\(stanza.type ?? "")'.")) {
                 reply.to = sender.jid.description
@@ -164,7 +171,9 @@ public final class PresenceModule: ServerModule {
                 if available { state.directedPresence.insert(recipient) } else { state.directedPresence.remove(recipient) }
             }
         }
-        if recipient.isFull {
+        if let service = hostedService(of: recipient) {
+            service.receive(presence, from: sender.jid)
+        } else if recipient.isFull {
             sessions.session(recipient)?.deliver(presence)
         } else {
             for session in sessions.sessions(of: recipient) where session.isAvailable { session.deliver(presence) }
@@ -195,7 +204,7 @@ public final class PresenceModule: ServerModule {
                 other.deliver(copy)
             }
         }
-        for recipient in directed where !recipient.isFull || sessions.session(recipient) != nil {
+        for recipient in directed where !recipient.isFull || sessions.session(recipient) != nil || hostedService(of: recipient) != nil {
             send(unavailable, from: session.jid, toAccount: recipient)
         }
     }
@@ -209,11 +218,20 @@ public final class PresenceModule: ServerModule {
         var copy = presence
         copy.from = sender.description
         copy.to = recipient.description
+        if let service = hostedService(of: recipient) {
+            service.receive(copy, from: sender)
+            return
+        }
         if recipient.isFull {
             sessions.session(recipient)?.deliver(copy)
             return
         }
         for session in sessions.sessions(of: recipient) where session.isAvailable { session.deliver(copy) }
+    }
+
+    /// The hosted service `jid` is at, if it is not a local account's.
+    func hostedService(of jid: JID) -> (any HostedService)? {
+        jid.domainpart == domain.domainpart ? nil : hosted.service(for: jid.domainpart)
     }
 
     /// The presence of each available resource of `owner`, to one session.

@@ -11,6 +11,8 @@ public final class DiscoModule: ServerModule {
     private let info = NIOLockedValueBox([IQTarget: Info]())
     private let capabilities = NIOLockedValueBox(ServerCapabilities(identities: [], features: [], forms: []))
     private let accountExtension = NIOLockedValueBox<AccountDiscoExtension?>(nil)
+    /// The server's disco#items: its hosted services (XEP-0030 §4).
+    private let serverItems = NIOLockedValueBox<[XMLElement]>([])
 
     /// What disco#info says about one target, fixed once every module has registered.
     struct Info: Sendable {
@@ -60,6 +62,11 @@ public final class DiscoModule: ServerModule {
         capabilities.withLockedValue { $0 = ServerCapabilities(info: server.query(node: nil)) }
     }
 
+    /// The items the server's own disco#items lists (its hosted services).
+    public func listServerItems(_ items: [XMLElement]) {
+        serverItems.withLockedValue { $0 = items }
+    }
+
     /// Lets another module (PEP) add to what accounts show, to requesters it chooses.
     public func extendAccounts(with accountExtension: AccountDiscoExtension) {
         self.accountExtension.withLockedValue { $0 = accountExtension }
@@ -101,7 +108,11 @@ public final class DiscoModule: ServerModule {
             return responder.error(StanzaError(.serviceUnavailable))
         }
         var query = XMLElement("query", namespace: Self.itemsNamespace)
-        if let node = request.payload[attribute: "node"] { query.setAttribute("node", node) }
+        if let node = request.payload[attribute: "node"] {
+            query.setAttribute("node", node)
+        } else if request.to.isDomain {
+            for item in serverItems.withLockedValue({ $0 }) { query.append(item) }
+        }
         responder.result(query)
     }
 }

@@ -24,7 +24,7 @@ extension PEPService {
         var result = sessions.sessions(of: owner).filter { $0.isAvailable && interests.wants($0.jid, node) }
         guard configuration.accessModel != .whitelist, let username = owner.localpart else { return result }
         for item in await rosterItems(of: username) where item.subscription == .from || item.subscription == .both {
-            guard let contact = try? JID(item.contact), contact.domainpart == domain.domainpart, contact.localpart != nil,
+            guard let contact = contactJIDs.jid(item.contact), contact.domainpart == domain.domainpart, contact.localpart != nil,
                 PEPAccess.refusal(of: contact, owner: owner, configuration: configuration, rosterItem: item) == nil
             else { continue }
             result += sessions.sessions(of: contact).filter { $0.isAvailable && interests.wants($0.jid, node) }
@@ -32,14 +32,26 @@ extension PEPService {
         return result
     }
 
+    /// The messages differ only in `to` and `id`: one is built, and each recipient's is a copy
+    /// with those two set, sharing the event, which is serialized once for all of them. The
+    /// ids are one random prefix per event and a counter (a fresh UUID per recipient cost a
+    /// read of the random source and a Unicode lowercasing each). The hops to the
+    /// recipients' event loops are batched.
     func send(_ event: XMLElement, from owner: JID, to recipients: [SessionHandle]) {
-        for session in recipients {
-            let message = XMLElement(
-                "message", namespace: XMLNamespace.client,
-                ["from": owner.description, "to": session.jid.description, "type": "headline", "id": Self.newItemID()], [event])
+        guard !recipients.isEmpty else { return }
+        let shared = recipients.count > 1 ? event.serializedOnce(in: .clientStream) : event
+        let template = XMLElement(
+            "message", namespace: XMLNamespace.client, ["from": owner.description, "to": "", "type": "headline", "id": ""], [shared])
+        let idPrefix = Self.newItemID() + "-"
+        let batch = DeliveryBatch()
+        for (index, session) in recipients.enumerated() {
+            var message = template
+            message.to = session.jidString
+            message.id = idPrefix + String(index)
             guard policy.verdict(from: owner, to: session.jid, stanza: message) == .deliver else { continue }
-            session.deliver(message)
+            session.deliver(message, in: batch)
         }
+        batch.submit()
     }
 
     // MARK: Last published item (XEP-0163 §4.3.4, XEP-0060 §12.3)

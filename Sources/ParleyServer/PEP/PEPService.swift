@@ -38,6 +38,7 @@ public final class PEPService: Sendable {
     let limits: Limits
     let logger: Logger
     let interests = NotifyInterests()
+    let contactJIDs = ContactJIDs()
     private let queue = UserQueue()
 
     public init(
@@ -247,7 +248,9 @@ public final class PEPService: Sendable {
         return try result.get()
     }
 
+    /// A UUID in lower case; ASCII only, so lowered byte by byte (`lowercased()` looks up
+    /// Unicode properties).
     static func newItemID() -> String {
-        UUID().uuidString.lowercased()
+        String(decoding: UUID().uuidString.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 }

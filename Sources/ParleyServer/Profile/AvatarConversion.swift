@@ -24,6 +24,7 @@ public final class AvatarConversion: ServerModule {
     let profiles: ProfileService
     let logger: Logger
     let queue = UserQueue()
+    let ownWrites = MirrorWrites()
     /// The XEP-0153 hash of each account's photo ("" for none), for presence stamping.
     let hashes = NIOLockedValueBox([String: String]())
 
@@ -42,8 +43,10 @@ public final class AvatarConversion: ServerModule {
         }
         events.subscribe { event in
             switch event {
-            case .pepItemPublished(let owner, let node, _, _) where [Self.metadataNode, Self.dataNode, Self.nickNode].contains(node):
-                guard let username = owner.localpart else { return }
+            case .pepItemPublished(let owner, let node, let itemID, _) where [Self.metadataNode, Self.dataNode, Self.nickNode].contains(node):
+                guard let username = owner.localpart,
+                    !self.ownWrites.isOwn(MirrorWrites.Key(username: username, node: node, itemID: itemID))
+                else { return }
                 // Data counts too: a client that announces the metadata before the bytes
                 // are there gets its photo once they arrive.
                 self.queue.enqueue(username) {
@@ -170,8 +173,11 @@ public final class AvatarConversion: ServerModule {
     /// Publishes as the owner; a node this creates gets Prosody's options, an existing one
     /// keeps the configuration its owner chose.
     private func publish(_ owner: JID, _ node: String, id: String, _ payload: XMLElement) async throws {
-        let exists = try await pep.store.pepNode(node, of: owner.localpart ?? "") != nil
-        try await pep.publish(owner: owner, node: node, itemID: id, payload: payload, options: exists ? nil : Self.nodeOptions)
+        let username = owner.localpart ?? ""
+        let exists = try await pep.store.pepNode(node, of: username) != nil
+        try await ownWrites.during(MirrorWrites.Key(username: username, node: node, itemID: id)) {
+            _ = try await pep.publish(owner: owner, node: node, itemID: id, payload: payload, options: exists ? nil : Self.nodeOptions)
+        }
     }
 
     static func vCardNick(_ vCard: XMLElement) -> String? {

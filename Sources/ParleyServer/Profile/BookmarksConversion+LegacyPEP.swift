@@ -29,7 +29,9 @@ extension BookmarksConversion {
         let current = try await pep.store.pepItems(node: Self.legacyNamespace, of: username, ids: nil, newest: 1).last
             .flatMap { ProfileXML.parse($0.payload) }
         guard current.map(Self.normalised) != Self.normalised(storage) else { return }
-        try await pep.publish(owner: owner, node: Self.legacyNamespace, itemID: "current", payload: storage, options: nil)
+        try await ownWrites.during(.init(username: username, node: Self.legacyNamespace, itemID: "current")) {
+            _ = try await pep.publish(owner: owner, node: Self.legacyNamespace, itemID: "current", payload: storage, options: nil)
+        }
     }
 
     /// What two XEP-0048 lists are compared by: their conferences as bookmarks, and the rest

@@ -24,6 +24,7 @@ public final class BookmarksConversion: ServerModule {
     let profiles: ProfileService
     let logger: Logger
     let queue = UserQueue()
+    let ownWrites = MirrorWrites()
 
     public init(pep: PEPService, profiles: ProfileService, events: ServerEventBus, logger: Logger) {
         self.pep = pep
@@ -37,12 +38,17 @@ public final class BookmarksConversion: ServerModule {
         }
         events.subscribe { event in
             switch event {
-            case .pepItemPublished(let owner, Self.node, _, _), .pepItemRetracted(let owner, Self.node, _),
-                .pepNodeDeleted(let owner, Self.node):
+            case .pepItemPublished(let owner, Self.node, let itemID, _), .pepItemRetracted(let owner, Self.node, let itemID):
+                guard let username = owner.localpart, !self.ownWrites.isOwn(.init(username: username, node: Self.node, itemID: itemID))
+                else { return }
+                self.queue.enqueue(username) { await self.copyPEPToPrivate(username) }
+            case .pepNodeDeleted(let owner, Self.node):
                 guard let username = owner.localpart else { return }
                 self.queue.enqueue(username) { await self.copyPEPToPrivate(username) }
-            case .pepItemPublished(let owner, Self.legacyNamespace, _, _):
-                guard let username = owner.localpart else { return }
+            case .pepItemPublished(let owner, Self.legacyNamespace, let itemID, _):
+                guard let username = owner.localpart,
+                    !self.ownWrites.isOwn(.init(username: username, node: Self.legacyNamespace, itemID: itemID))
+                else { return }
                 self.queue.enqueue(username) { await self.copyLegacyPEPToPrivate(username) }
             default:
                 return
@@ -84,13 +90,17 @@ public final class BookmarksConversion: ServerModule {
             let wantedJIDs = Set(wanted.map(\.jid))
             var created = existing != nil
             for bookmark in wanted where currentByID[bookmark.jid] != bookmark {
-                try await pep.publish(
-                    owner: owner, node: Self.node, itemID: bookmark.jid, payload: bookmark.pepElement,
-                    options: created ? nil : Self.nodeOptions)
+                let options = created ? nil : Self.nodeOptions
+                try await ownWrites.during(.init(username: username, node: Self.node, itemID: bookmark.jid)) {
+                    _ = try await pep.publish(
+                        owner: owner, node: Self.node, itemID: bookmark.jid, payload: bookmark.pepElement, options: options)
+                }
                 created = true
             }
             for (itemID, _) in current where !wantedJIDs.contains(itemID) {
-                try await pep.retract(owner: owner, node: Self.node, itemID: itemID, notify: true)
+                try await ownWrites.during(.init(username: username, node: Self.node, itemID: itemID)) {
+                    try await pep.retract(owner: owner, node: Self.node, itemID: itemID, notify: true)
+                }
             }
             try await refreshLegacyPEP(of: owner, with: storage ?? XMLElement("storage", namespace: Self.legacyNamespace))
         } catch {

@@ -16,21 +16,34 @@ public final class SessionHandle: Sendable, Hashable, CustomStringConvertible {
     /// Completes when the session has ended for good: its connection closed, or, for a
     /// resumable session (XEP-0198), it was not resumed in time or was ended some other way.
     public let closeFuture: EventLoopFuture<Void>
+    /// `jid` as a string, made once: every stanza routed to the session is stamped with it.
+    public let jidString: String
     private let state: NIOLockedValueBox<SessionPresence>
-    private let sink: @Sendable (SessionDelivery) -> Void
+    private let sink: @Sendable (SessionDelivery, DeliveryBatch?) -> Void
 
     init(
         jid: JID, id: UInt64, remoteAddress: String, accountID: Int64? = nil, eventLoop: any EventLoop,
-        closeFuture: EventLoopFuture<Void>, sink: @escaping @Sendable (SessionDelivery) -> Void
+        closeFuture: EventLoopFuture<Void>, batchingSink: @escaping @Sendable (SessionDelivery, DeliveryBatch?) -> Void
     ) {
         self.accountID = accountID
         self.closeFuture = closeFuture
         self.jid = jid
+        self.jidString = jid.description
         self.id = id
         self.remoteAddress = remoteAddress
         self.eventLoop = eventLoop
-        self.sink = sink
+        self.sink = batchingSink
         self.state = NIOLockedValueBox(SessionPresence())
+    }
+
+    /// A session whose sink takes every delivery at once (tests).
+    convenience init(
+        jid: JID, id: UInt64, remoteAddress: String, accountID: Int64? = nil, eventLoop: any EventLoop,
+        closeFuture: EventLoopFuture<Void>, sink: @escaping @Sendable (SessionDelivery) -> Void
+    ) {
+        self.init(
+            jid: jid, id: id, remoteAddress: remoteAddress, accountID: accountID, eventLoop: eventLoop, closeFuture: closeFuture
+        ) { delivery, _ in sink(delivery) }
     }
 
     /// Whether the session has sent available presence and not since gone unavailable
@@ -47,19 +60,24 @@ public final class SessionHandle: Sendable, Hashable, CustomStringConvertible {
     /// message that finds the session already gone is handed back to the router, so it
     /// reaches another resource or offline storage instead of vanishing.
     public func deliver(_ stanza: XMLElement) {
-        sink(.stanza(stanza))
+        sink(.stanza(stanza), nil)
+    }
+
+    /// Like `deliver`, with the hop to the session's event loop left to `batch.submit()`.
+    public func deliver(_ stanza: XMLElement, in batch: DeliveryBatch) {
+        sink(.stanza(stanza), batch)
     }
 
     /// Like `deliver`, but `written` completes once the stanza was handed to the socket (with
     /// XEP-0198 enabled: once the client acknowledged it), or fails if the session ended
     /// first: for deliveries whose source may only then forget the stanza (offline storage).
     public func deliver(_ stanza: XMLElement, written: EventLoopPromise<Void>) {
-        sink(.confirmed(stanza, written))
+        sink(.confirmed(stanza, written), nil)
     }
 
     /// Ends the session with a stream error (for example `conflict` when replaced).
     public func terminate(_ error: StreamError) {
-        sink(.terminate(error))
+        sink(.terminate(error), nil)
     }
 
     public var description: String { "\(jid) [\(remoteAddress)]" }

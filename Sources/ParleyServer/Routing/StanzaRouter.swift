@@ -1,9 +1,10 @@
 import Logging
 import ParleyCore
 
-/// Every routing rule for stanzas sent by local clients, in one place (RFC 6120 §10,
-/// RFC 6121 §8). Sessions hand over stanzas with `from` already stamped; the router decides
-/// whether the server answers, which sessions receive them, or which error goes back.
+/// Every routing rule for stanzas sent by local clients and hosted services, in one place
+/// (RFC 6120 §10, RFC 6121 §8). Sessions hand over stanzas with `from` already stamped; the
+/// router decides by destination: the accounts' domain (the server answers, or sessions
+/// receive them), a hosted service's domain (`+Hosted`), or any other domain (an error).
 public final class StanzaRouter: Sendable {
     public let domain: JID
     let sessions: SessionRegistry
@@ -12,11 +13,15 @@ public final class StanzaRouter: Sendable {
     let logger: Logger
     /// Iq requests the server sends to clients, waiting for their answers.
     public let requests: ServerIQRequests
+    /// Services with domains of their own (MUC): stanzas to those domains go to them.
+    let hosted: HostedServices
 
     public init(
         domain: JID, sessions: SessionRegistry, modules: ModuleRegistry,
-        policy: any DeliveryPolicy = OpenDeliveryPolicy(), logger: Logger, requests: ServerIQRequests? = nil
+        policy: any DeliveryPolicy = OpenDeliveryPolicy(), logger: Logger, requests: ServerIQRequests? = nil,
+        hosted: HostedServices = HostedServices()
     ) {
+        self.hosted = hosted
         self.domain = domain
         self.sessions = sessions
         self.modules = modules
@@ -43,6 +48,10 @@ public final class StanzaRouter: Sendable {
             to = sender.jid.bare
         }
         guard to.domainpart == domain.domainpart else {
+            // Only stanzas leaving the accounts' domain pay for this look-up.
+            if let service = hosted.service(for: to.domainpart) {
+                return routeToService(stanza, service, to: to, from: sender)
+            }
             bounce(
                 stanza, to: sender,
                 StanzaError(.remoteServerNotFound, text: "This server does not talk to other servers (\(to.domainpart))."))
@@ -203,7 +212,7 @@ public final class StanzaRouter: Sendable {
         return (nil, [])
     }
 
-    private func highestPriority(_ sessions: [SessionHandle]) -> [SessionHandle] {
+    func highestPriority(_ sessions: [SessionHandle]) -> [SessionHandle] {
         guard let top = sessions.map(\.priority).max() else { return [] }
         return sessions.filter { $0.priority == top }
     }

@@ -67,7 +67,7 @@ public final class RunningServer: Sendable {
     public static func start(
         configuration: ServerConfiguration, logger: Logger,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
-        prometheus: PrometheusCollectorRegistry? = nil
+        prometheus: PrometheusCollectorRegistry? = nil, hostedServices: [any HostedService] = []
     ) async throws -> RunningServer {
         let domain = try JID(configuration.domain)
         try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
@@ -89,6 +89,7 @@ public final class RunningServer: Sendable {
 
         let sessions = SessionRegistry()
         let events = ServerEventBus()
+        let hosted = try HostedServices(hostedServices, serverDomain: domain, events: events)
         let registration = RegistrationModule(
             accounts: storage, domain: domain, allowsNewAccounts: configuration.registration.enabled,
             minimumPasswordLength: configuration.registration.minPasswordLength,
@@ -99,7 +100,7 @@ public final class RunningServer: Sendable {
             domain: domain, store: storage, quota: configuration.offline.quota, sessions: sessions, logger: logger)
         let presence = PresenceModule(
             domain: domain, sessions: sessions, rosters: storage, accounts: storage, policy: blocking, events: events,
-            logger: logger, afterInitialPresence: { session in await offline.deliver(to: session) })
+            logger: logger, hosted: hosted, afterInitialPresence: { session in await offline.deliver(to: session) })
         var rosterLimits = RosterModule.Limits()
         rosterLimits.maxItems = configuration.roster.maxItems
         let roster = RosterModule(rosters: storage, presence: presence, sessions: sessions, limits: rosterLimits)
@@ -137,9 +138,12 @@ public final class RunningServer: Sendable {
         var registry = ModuleRegistry()
         for module in modules { try module.register(in: &registry) }
         disco.publish(from: registry)
+        disco.listServerItems(hosted.discoItems)
 
         let policy = C2SPolicy(configuration: configuration, domain: domain)
-        let router = StanzaRouter(domain: domain, sessions: sessions, modules: registry, policy: blocking, logger: logger, requests: requests)
+        let router = StanzaRouter(domain: domain, sessions: sessions, modules: registry, policy: blocking, logger: logger, requests: requests,
+            hosted: hosted)
+        try await hosted.start(router: router, storage: storage)
         let limits = configuration.limits
         let context = try ServerContext(
             policy: policy, sessions: sessions, router: router, accounts: storage, registration: registration, tls: tls,
@@ -245,6 +249,7 @@ public final class RunningServer: Sendable {
         await archive.writer.waitUntilIdle(deadline: ContinuousClock.now + .seconds(5))
         // So are the logouts of the sessions the shutdown ended (XEP-0012 last activity).
         await lastActivity.waitUntilIdle(deadline: ContinuousClock.now + .seconds(5))
+        for service in context.router.hosted.all { await service.shutdown() }
         for task in background.withLockedValue({ $0 }) { task.cancel() }
         logger.info("stopped")
         stopped.succeed(())

@@ -16,13 +16,16 @@ public final class XMPPServer: Service {
     private let group: any EventLoopGroup
     private let prometheus: PrometheusCollectorRegistry?
     private let onStart: @Sendable (RunningServer) -> Void
+    private let hostedServices: [any HostedService]
 
     public init(
         configuration: ServerConfiguration, logger: Logger,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         prometheus: PrometheusCollectorRegistry? = nil,
+        hostedServices: [any HostedService] = [],
         onStart: @escaping @Sendable (RunningServer) -> Void = { _ in }
     ) {
+        self.hostedServices = hostedServices
         self.configuration = configuration
         self.logger = logger
         self.group = group
@@ -32,7 +35,8 @@ public final class XMPPServer: Service {
 
     public func run() async throws {
         let running = try await RunningServer.start(
-            configuration: configuration, logger: logger, group: group, prometheus: prometheus)
+            configuration: configuration, logger: logger, group: group, prometheus: prometheus,
+            hostedServices: hostedServices)
         onStart(running)
         await withGracefulShutdownHandler {
             await running.waitUntilStopped()

@@ -103,8 +103,8 @@ extension C2SSessionHandler {
             jid: jid, id: server.makeSessionID(), remoteAddress: remoteAddress, accountID: authenticatedAccountID,
             eventLoop: context.eventLoop,
             closeFuture: session.endedFuture
-        ) { delivery in
-            session.dispatch(delivery)
+        ) { delivery, batch in
+            session.dispatch(delivery, batch: batch)
         }
         session.setHandle(handle)
         return (handle, session)

@@ -140,8 +140,9 @@ final class BoundSession: Sendable {
 
     // MARK: Deliveries
 
-    /// Everything the router hands the session arrives here, from any thread.
-    func dispatch(_ delivery: SessionDelivery) {
+    /// Everything the router hands the session arrives here, from any thread; with a
+    /// `batch`, the hop to the attached handler's loop waits for its `submit()`.
+    func dispatch(_ delivery: SessionDelivery, batch: DeliveryBatch? = nil) {
         enum Action { case hop(Attachment), gone, held, end(String) }
         let action: Action = state.withLockedValue { state in
             if state.ended { return .gone }
@@ -165,7 +166,13 @@ final class BoundSession: Sendable {
             return .held
         }
         switch action {
-        case .hop(let attachment): attachment.run { $0.receive(delivery) }
+        case .hop(let attachment):
+            if let batch {
+                let handler = attachment.handler
+                batch.add(on: attachment.eventLoop) { handler.value.receive(delivery) }
+            } else {
+                attachment.run { $0.receive(delivery) }
+            }
         case .gone: handOn(delivery)
         case .held: break
         case .end(let reason): end(reason: reason)

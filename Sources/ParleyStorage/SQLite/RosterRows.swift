@@ -5,16 +5,18 @@ import GRDB
 extension RosterItem {
     static let columns = "contact, name, groups, subscription, ask_subscribe, approved, version"
 
+    /// A row of `columns`, read by position: by name, GRDB lowercases the name for every
+    /// value read, and that was most of the cost of reading a roster (which a PEP publish
+    /// does for the owner's whole roster).
     init(row: Row) throws {
-        let subscriptionName: String = row["subscription"]
+        let subscriptionName: String = row[3]
         // The CHECK constraint admits only these; anything else is a corrupt file.
         guard let subscription = Subscription(rawValue: subscriptionName) else {
             throw StorageError.unusableDatabase("roster item with subscription '\(subscriptionName)'")
         }
         self.init(
-            contact: row["contact"], name: row["name"], groups: try Self.decode(groups: row["groups"]),
-            subscription: subscription, askSubscribe: row["ask_subscribe"], approved: row["approved"],
-            version: row["version"])
+            contact: row[0], name: row[1], groups: try Self.decode(groups: row[2]),
+            subscription: subscription, askSubscribe: row[4], approved: row[5], version: row[6])
     }
 
     static func all(of accountID: Int64, in db: Database) throws -> [RosterItem] {

@@ -15,6 +15,7 @@ enum SQLiteMigrations {
         migrator.registerMigration("v6_pep", migrate: v6PEP)
         migrator.registerMigration("v7_profile", migrate: v7Profile)
         migrator.registerMigration("v8_account_identity", migrate: v8AccountIdentity)
+        migrator.registerMigration("v10_muc", migrate: v10MUC)
         migrator.registerMigration("v11_uploads", migrate: v11Uploads)
         return migrator
     }
@@ -236,6 +237,39 @@ enum SQLiteMigrations {
     /// Rows recorded before have none, and readers treat them as naming the username.
     private static func v8AccountIdentity(_ db: Database) throws {
         try db.execute(sql: "ALTER TABLE account_changes ADD COLUMN account_id INTEGER")
+    }
+
+    /// Persistent multi-user chat rooms (XEP-0045): configuration, subject and the key of
+    /// their occupant ids, one row per room of a service; and affiliations, which go with
+    /// the room and, for local accounts, with the account.
+    private static func v10MUC(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE muc_rooms (
+                    service TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    title TEXT NOT NULL,
+                    description TEXT NOT NULL,
+                    is_public INTEGER NOT NULL,
+                    whois TEXT NOT NULL,
+                    occupants_change_subject INTEGER NOT NULL,
+                    members_only INTEGER NOT NULL,
+                    password TEXT,
+                    subject TEXT,
+                    subject_from TEXT,
+                    occupant_id_key BLOB NOT NULL,
+                    PRIMARY KEY (service, name)
+                ) WITHOUT ROWID;
+                CREATE TABLE muc_affiliations (
+                    service TEXT NOT NULL,
+                    room TEXT NOT NULL,
+                    jid TEXT NOT NULL,
+                    account_id INTEGER REFERENCES accounts(id) ON DELETE CASCADE,
+                    affiliation TEXT NOT NULL,
+                    PRIMARY KEY (service, room, jid),
+                    FOREIGN KEY (service, room) REFERENCES muc_rooms(service, name) ON DELETE CASCADE
+                ) WITHOUT ROWID;
+                """)
     }
 
     /// XEP-0363 uploads: issued slots and the files stored through them. The rows go with the

@@ -41,7 +41,7 @@ import Testing
             let reply = try await Self.query(alice, to: "bob@localhost")
             #expect(reply.from == "bob@localhost" && reply.to == "alice@localhost/r")
             let (seconds, text) = try Self.answer(reply)
-            #expect((0...5).contains(seconds) && text == "Heading home", "\(reply.xmlString())")
+            #expect((0...60).contains(seconds) && text == "Heading home", "\(reply.xmlString())")
 
             // The seconds count from the logout: an hour ago reads as 3600.
             try await server.running.storage.setLastActivity(
@@ -67,7 +67,7 @@ import Testing
             let alice = try await server.login("alice")
             let reply = try await Self.query(alice, to: "bob@localhost")
             let (seconds, text) = try Self.answer(reply)
-            #expect((0...5).contains(seconds) && text.isEmpty, "\(reply.xmlString())")
+            #expect((0...60).contains(seconds) && text.isEmpty, "\(reply.xmlString())")
             #expect(reply.firstChild("query", namespace: Self.namespace)?.children.isEmpty == true)
         }
     }
@@ -88,7 +88,8 @@ import Testing
             try await bob.send("<presence type='unavailable'/>")
             try await bob.sync()
             let offline = try Self.answer(try await Self.query(alice, to: "bob@localhost", id: "l2"))
-            #expect((600...605).contains(offline.seconds) && offline.text == "old", "\(offline)")
+            // 600 s plus however long the steps above took on a loaded machine.
+            #expect((600...660).contains(offline.seconds) && offline.text == "old", "\(offline)")
         }
     }
 
@@ -104,7 +105,7 @@ import Testing
             try await server.restart()
             let alice = try await server.login("alice")
             let (seconds, text) = try Self.answer(try await Self.query(alice, to: "bob@localhost"))
-            #expect((0...5).contains(seconds) && text == "Maintenance tonight", "\(seconds) \(text)")
+            #expect((0...60).contains(seconds) && text == "Maintenance tonight", "\(seconds) \(text)")
         }
     }
 
@@ -145,7 +146,7 @@ import Testing
             _ = try await server.lastActivityRecorded("alice")
             let alice = try await server.login("alice", resource: "laptop")
             let own = try Self.answer(try await Self.query(alice))
-            #expect((0...5).contains(own.seconds) && own.text == "Off to bed", "\(own)")
+            #expect((0...60).contains(own.seconds) && own.text == "Off to bed", "\(own)")
 
             // A full JID is the client's to answer: the query reaches it.
             let bob = try await server.login("bob", resource: "r")

@@ -58,7 +58,11 @@ import Testing
             try await alice.enableStreamManagement(resume: false)
             #expect(try await alice.requestAcknowledgement() == 0)
             for index in 1...3 {
-                _ = try await alice.query("<iq type='get' id='p\(index)'><ping xmlns='urn:xmpp:ping'/></iq>", id: "p\(index)")
+                try await alice.send("<iq type='get' id='p\(index)'><ping xmlns='urn:xmpp:ping'/></iq>")
+                // The server asks for an acknowledgement of its pongs after a second; on a
+                // loaded machine that <r/> can come first.
+                let pong = try await alice.expectIgnoringAckRequests("iq")
+                #expect(pong.id == "p\(index)")
             }
             try await alice.send("<message to='bob@localhost' type='headline'><body>x</body></message>")
             #expect(try await alice.requestAcknowledgement() == 4)

@@ -1,3 +1,4 @@
+import Foundation
 import ParleyCore
 @testable import ParleyServer
 import ParleyStorage
@@ -121,6 +122,26 @@ import Testing
             #expect(serverVCard.type == "error" && serverVCard.stanzaErrorCondition == .itemNotFound)
             let serverSet = try await Self.set(alice, Self.vCard, to: "localhost")
             #expect(serverSet.type == "error" && serverSet.stanzaErrorCondition == .forbidden)
+        }
+    }
+
+    /// A vCard written right after one with a photo is what comes back: the avatar mirror
+    /// (XEP-0398) must not copy its own PEP echo of the first one over the second.
+    @Test func aVCardWrittenRightAfterAPhotoIsKeptAsWritten() async throws {
+        try await TestServer.with { server in
+            let alice = try await server.login("alice")
+            for round in 1...15 {
+                // Each round a new photo, so each first write is published to PEP afresh.
+                let bytes = Data("photo \(round)".utf8).base64EncodedString()
+                let withPhoto = "<vCard xmlns='vcard-temp'><FN>\(round)</FN><PHOTO><TYPE>image/png</TYPE><BINVAL>\(bytes)</BINVAL></PHOTO></vCard>"
+                let without = "<vCard xmlns='vcard-temp'><FN>only a name \(round)</FN></vCard>"
+                // The second write follows the first one's answer at once: the mirror's
+                // echoes of the first are still on their way.
+                #expect(try await Self.set(alice, withPhoto, id: "a\(round)").type == "result")
+                #expect(try await Self.set(alice, without, id: "b\(round)").type == "result")
+                let reply = try await Self.get(alice, id: "g\(round)")
+                #expect(reply.elements == [try Self.element(without)], "round \(round): \(reply.xmlString())")
+            }
         }
     }
 }

@@ -1,0 +1,29 @@
+/// The namespaces of multi-user chat (XEP-0045) and the XEPs rooms use with it.
+enum MUCNamespace {
+    static let muc = "http://jabber.org/protocol/muc"
+    static let user = "http://jabber.org/protocol/muc#user"
+    static let owner = "http://jabber.org/protocol/muc#owner"
+    static let admin = "http://jabber.org/protocol/muc#admin"
+    static let roomConfig = "http://jabber.org/protocol/muc#roomconfig"
+    static let roomInfo = "http://jabber.org/protocol/muc#roominfo"
+    /// XEP-0421: an occupant's stable, anonymous id within a room.
+    static let occupantID = "urn:xmpp:occupant-id:0"
+}
+
+/// The status codes of XEP-0045 §15.6 that the service sends.
+enum MUCStatus: Int, Sendable {
+    /// Any occupant may see real JIDs (a non-anonymous room), on entry.
+    case nonAnonymous = 100
+    /// This presence refers to the recipient itself.
+    case selfPresence = 110
+    /// The room is logged (public archive).
+    case logged = 170
+    /// The room was created by this join.
+    case created = 201
+    /// The occupant was banned.
+    case banned = 301
+    /// The occupant changed its nickname.
+    case nicknameChanged = 303
+    /// The occupant was kicked.
+    case kicked = 307
+}

@@ -1,0 +1,66 @@
+import Foundation
+import ParleyCore
+
+/// Groupchat messages, the subject, and private messages between occupants (XEP-0045
+/// §7.4, §7.5, §8.1).
+extension MUCRoom {
+    /// A groupchat message from `session` to the room: to every session of every occupant,
+    /// from the sender's occupant JID, with the room's stanza-id (XEP-0359) and the sender's
+    /// occupant id (XEP-0421). A subject without a body changes the subject.
+    mutating func groupchat(_ stanza: XMLElement, from session: JID, out: inout [XMLElement]) throws(StanzaError) {
+        guard let nick = nick(of: session), let sender = occupant(nick) else {
+            throw StanzaError(.notAcceptable, text: "Only occupants may send messages to the room; join it first.")
+        }
+        guard sender.role != .visitor else { throw StanzaError(.forbidden, text: "Visitors may not speak in this room.") }
+        if let subject = stanza.firstChild("subject"), stanza.firstChild("body") == nil {
+            guard sender.role == .moderator || configuration.occupantsMayChangeSubject else {
+                throw StanzaError(.forbidden, text: "Only moderators may change the subject of this room.")
+            }
+            self.subject = (subject.text, occupantJID(nick))
+        }
+        var message = XMLElement(
+            "message", namespace: XMLNamespace.client, ["from": occupantJID(nick).description, "type": "groupchat"])
+        if let id = stanza.id { message.setAttribute("id", id) }
+        for child in stanza.elements where !isRoomOwned(child) { message.append(child) }
+        message.append(XMLElement("stanza-id", namespace: XMLNamespace.stanzaID, ["id": UUID().uuidString, "by": jid.description]))
+        message.append(XMLElement("occupant-id", namespace: MUCNamespace.occupantID, ["id": sender.occupantID]))
+        if message.firstChild("body") != nil { history.append(message, limit: historyLimit) }
+        for recipient in allSessions {
+            var copy = message
+            copy.to = recipient.description
+            out.append(copy)
+        }
+    }
+
+    /// §7.5: a private message to one occupant (all its sessions), from the sender's
+    /// occupant JID, marked with `<x xmlns='…muc#user'/>` so clients know where it came from.
+    func privateMessage(_ stanza: XMLElement, from session: JID, to nick: String, out: inout [XMLElement]) throws(StanzaError) {
+        guard let senderNick = self.nick(of: session), let sender = occupant(senderNick) else {
+            throw StanzaError(.notAcceptable, text: "Only occupants may send private messages in this room; join it first.")
+        }
+        guard let target = occupant(nick) else {
+            throw StanzaError(.itemNotFound, text: "No one in this room has the nickname '\(nick)'.")
+        }
+        var message = XMLElement("message", namespace: XMLNamespace.client, ["from": occupantJID(senderNick).description])
+        if let type = stanza.type { message.setAttribute("type", type) }
+        if let id = stanza.id { message.setAttribute("id", id) }
+        for child in stanza.elements where !isRoomOwned(child) { message.append(child) }
+        message.append(XMLElement("x", namespace: MUCNamespace.user))
+        message.append(XMLElement("occupant-id", namespace: MUCNamespace.occupantID, ["id": sender.occupantID]))
+        for recipient in target.sessions {
+            var copy = message
+            copy.to = recipient.description
+            out.append(copy)
+        }
+    }
+
+    /// Elements only the room may write: its stanza-ids, occupant ids and MUC user data. A
+    /// sender's copies would be forgeries.
+    private func isRoomOwned(_ child: XMLElement) -> Bool {
+        switch child.namespace {
+        case MUCNamespace.occupantID, MUCNamespace.user: return true
+        case XMLNamespace.stanzaID: return child.name == "stanza-id" && child[attribute: "by"] == jid.description
+        default: return false
+        }
+    }
+}

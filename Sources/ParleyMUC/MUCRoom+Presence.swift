@@ -1,0 +1,137 @@
+import ParleyCore
+
+/// Entering, changing presence or nickname in, and leaving a room (XEP-0045 §7.2–7.6, §7.14).
+extension MUCRoom {
+    /// Available presence from `session` to `room/nick`: an entry, a presence update or a
+    /// nickname change. Throws the error the sender gets instead.
+    mutating func available(
+        _ stanza: XMLElement, from session: JID, nick: String, created: Bool, maxOccupants: Int, out: inout [XMLElement]
+    ) throws(StanzaError) {
+        if let current = self.nick(of: session) {
+            if current == nick { return update(stanza, of: current, out: &out) }
+            return try changeNick(from: current, to: nick, session: session, stanza: stanza, out: &out)
+        }
+        let affiliation = affiliation(of: session)
+        if locked, affiliation != .owner {
+            throw StanzaError(.itemNotFound, text: "The room is locked until its owner has configured it.")
+        }
+        try admit(stanza, affiliation: affiliation)
+        if let existing = occupant(nick) {
+            // The same account from another device joins the same occupant (one nickname).
+            guard existing.account == session.bare else {
+                throw StanzaError(.conflict, text: "The nickname '\(nick)' is in use in this room.")
+            }
+            addSession(session, to: nick)
+            sendOccupants(to: session, except: nick, out: &out)
+            out.append(presence(of: occupant(nick) ?? existing, to: session, statuses: selfStatuses(created: false)))
+            out.append(contentsOf: historyMessages(to: session, request: Self.historyRequest(stanza)))
+            out.append(subjectMessage(to: session))
+            return
+        }
+        // §7.2.10: a full room; its owners and admins still get in.
+        guard occupantCount < maxOccupants || affiliation == .owner || affiliation == .admin else {
+            throw StanzaError(.serviceUnavailable, text: "The room is full (\(maxOccupants) occupants).")
+        }
+        let occupant = MUCOccupant(
+            nick: nick, account: session.bare, sessions: [session],
+            role: affiliation == .owner || affiliation == .admin ? .moderator : .participant,
+            occupantID: occupantID(for: session), presence: stanza)
+        sendOccupants(to: session, except: nil, out: &out)
+        let others = allSessions
+        add(occupant)
+        for other in others { out.append(presence(of: occupant, to: other)) }
+        out.append(presence(of: occupant, to: session, statuses: selfStatuses(created: created)))
+        out.append(contentsOf: historyMessages(to: session, request: Self.historyRequest(stanza)))
+        out.append(subjectMessage(to: session))
+    }
+
+    /// Unavailable presence (`stanza`), or the end of the session (nil): the session leaves;
+    /// the occupant leaves with its last session, and the others see it go.
+    mutating func leave(_ session: JID, stanza: XMLElement?, out: inout [XMLElement]) {
+        guard let nick = nick(of: session), var leaving = occupant(nick) else { return }
+        if let stanza { leaving.presence = stanza }
+        leaving.sessions = [session]
+        if removeSession(session) != nil {
+            for other in allSessions { out.append(presence(of: leaving, to: other, type: "unavailable", role: MUCRole.none)) }
+        }
+        if stanza != nil {
+            out.append(presence(of: leaving, to: session, type: "unavailable", statuses: [.selfPresence], role: MUCRole.none))
+        }
+    }
+
+    /// The occupant's new show/status, to everyone in the room.
+    private mutating func update(_ stanza: XMLElement, of nick: String, out: inout [XMLElement]) {
+        self.update(nick) { $0.presence = stanza }
+        guard let occupant = occupant(nick) else { return }
+        for session in allSessions {
+            let own = occupant.sessions.contains(session)
+            out.append(presence(of: occupant, to: session, statuses: own ? [.selfPresence] : []))
+        }
+    }
+
+    /// §7.6: unavailable from the old nickname with 303 and the new one, then available from
+    /// the new nickname, to everyone; the occupant's own sessions get 110 on both.
+    private mutating func changeNick(
+        from current: String, to nick: String, session: JID, stanza: XMLElement, out: inout [XMLElement]
+    ) throws(StanzaError) {
+        guard occupant(nick) == nil else { throw StanzaError(.conflict, text: "The nickname '\(nick)' is in use in this room.") }
+        guard let old = occupant(current) else { return }
+        for recipient in allSessions {
+            let own = old.sessions.contains(recipient)
+            out.append(
+                presence(
+                    of: old, to: recipient, type: "unavailable", statuses: own ? [.nicknameChanged, .selfPresence] : [.nicknameChanged],
+                    newNick: nick))
+        }
+        rename(current, to: nick)
+        self.update(nick) { $0.presence = stanza }
+        guard let renamed = occupant(nick) else { return }
+        for recipient in allSessions {
+            out.append(presence(of: renamed, to: recipient, statuses: renamed.sessions.contains(recipient) ? [.selfPresence] : []))
+        }
+    }
+
+    /// §7.2.3: every other occupant's presence, before the newcomer's own.
+    private func sendOccupants(to session: JID, except nick: String?, out: inout [XMLElement]) {
+        for occupant in occupants.values.sorted(by: { $0.nick < $1.nick }) where occupant.nick != nick {
+            out.append(presence(of: occupant, to: session))
+        }
+    }
+
+    /// §7.2.5–7.2.7: the password, the member list and bans, in the XEP's order; owners and
+    /// admins pass the first two.
+    private func admit(_ stanza: XMLElement, affiliation: MUCAffiliation) throws(StanzaError) {
+        let privileged = affiliation == .owner || affiliation == .admin
+        if let password = configuration.password, !privileged {
+            let given = stanza.firstChild("x", namespace: MUCNamespace.muc)?.firstChild("password", namespace: MUCNamespace.muc)?.text
+            guard let given, ConstantTime.equals(Array(given.utf8), Array(password.utf8)) else {
+                throw StanzaError(.notAuthorized, text: "This room needs a password.")
+            }
+        }
+        if configuration.membersOnly, !privileged, affiliation != .member {
+            throw StanzaError(.registrationRequired, text: "Only members may enter this room.")
+        }
+        if affiliation == .outcast { throw StanzaError(.forbidden, text: "You are banned from this room.") }
+    }
+
+    /// The `<history/>` of a join (§7.2.14), if it asked for a particular amount.
+    static func historyRequest(_ stanza: XMLElement) -> XMLElement? {
+        stanza.firstChild("x", namespace: MUCNamespace.muc)?.firstChild("history", namespace: MUCNamespace.muc)
+    }
+
+    private func selfStatuses(created: Bool) -> [MUCStatus] {
+        var statuses: [MUCStatus] = [.selfPresence]
+        if configuration.whois == .anyone { statuses.append(.nonAnonymous) }
+        if created { statuses.append(.created) }
+        return statuses
+    }
+
+    /// §7.2.15: the subject comes last on entry, empty when there is none.
+    func subjectMessage(to session: JID) -> XMLElement {
+        var message = XMLElement(
+            "message", namespace: XMLNamespace.client,
+            ["from": (subject?.from ?? jid).description, "to": session.description, "type": "groupchat", "id": "subject"])
+        message.append(XMLElement("subject", text: subject?.text ?? ""))
+        return message
+    }
+}

@@ -1,0 +1,106 @@
+import ParleyCore
+
+/// A room's settings (XEP-0045 §10.2, the `muc#roomconfig` form), with the defaults of an
+/// instant room: temporary, public, open, unmoderated, semi-anonymous.
+struct MUCRoomConfiguration: Sendable, Hashable {
+    enum Whois: String, Sendable, Hashable {
+        /// Only moderators see occupants' real JIDs (semi-anonymous).
+        case moderators
+        /// Every occupant sees them (non-anonymous).
+        case anyone
+    }
+
+    var name = ""
+    var description = ""
+    var persistent = false
+    var isPublic = true
+    var whois = Whois.moderators
+    /// Whether participants, not only moderators, may change the subject.
+    var occupantsMayChangeSubject = false
+    /// Only members, admins and owners may enter (§7.2.6: `registration-required`).
+    var membersOnly = false
+    /// Entering takes this password (§7.2.5: `not-authorized` without it); nil: none.
+    var password: String?
+
+    static let formType = "http://jabber.org/protocol/muc#roomconfig"
+
+    /// The form an owner fills in (§10.2), with the current values.
+    var form: XMLElement {
+        var form = XMLElement("x", namespace: XMLNamespace.dataForms, ["type": "form"])
+        form.append(XMLElement("title", text: "Room configuration"))
+        form.append(Self.field("FORM_TYPE", type: "hidden", Self.formType))
+        form.append(Self.field("muc#roomconfig_roomname", type: "text-single", label: "Name", name))
+        form.append(Self.field("muc#roomconfig_roomdesc", type: "text-single", label: "Description", description))
+        form.append(Self.field("muc#roomconfig_persistentroom", type: "boolean", label: "Persistent", persistent ? "1" : "0"))
+        form.append(Self.field("muc#roomconfig_publicroom", type: "boolean", label: "Listed in the directory", isPublic ? "1" : "0"))
+        form.append(
+            Self.field(
+                "muc#roomconfig_changesubject", type: "boolean", label: "Participants may change the subject",
+                occupantsMayChangeSubject ? "1" : "0"))
+        form.append(Self.field("muc#roomconfig_membersonly", type: "boolean", label: "Members only", membersOnly ? "1" : "0"))
+        form.append(
+            Self.field(
+                "muc#roomconfig_passwordprotectedroom", type: "boolean", label: "Password required", password != nil ? "1" : "0"))
+        form.append(Self.field("muc#roomconfig_roomsecret", type: "text-private", label: "Password", password ?? ""))
+        var whoisField = Self.field("muc#roomconfig_whois", type: "list-single", label: "Who may see real JIDs", whois.rawValue)
+        for option in [Whois.moderators, .anyone] {
+            whoisField.append(XMLElement("option", ["label": option.rawValue], [XMLElement("value", text: option.rawValue)]))
+        }
+        form.append(whoisField)
+        return form
+    }
+
+    /// Applies a submitted form; unknown fields are ignored (§10.2 lets services pick theirs),
+    /// a wrong FORM_TYPE or a bad value is a `bad-request`.
+    mutating func apply(_ submitted: XMLElement) throws(StanzaError) {
+        var changed = self
+        var passwordProtected = password != nil
+        var secret = password ?? ""
+        for field in submitted.children("field", namespace: XMLNamespace.dataForms) {
+            let value = field.firstChild("value", namespace: XMLNamespace.dataForms)?.text ?? ""
+            switch field[attribute: "var"] {
+            case "FORM_TYPE":
+                guard value == Self.formType else {
+                    throw StanzaError(.badRequest, text: "The form's FORM_TYPE is not \(Self.formType).")
+                }
+            case "muc#roomconfig_roomname": changed.name = value
+            case "muc#roomconfig_roomdesc": changed.description = value
+            case "muc#roomconfig_persistentroom": changed.persistent = try Self.boolean(value, field: "persistentroom")
+            case "muc#roomconfig_publicroom": changed.isPublic = try Self.boolean(value, field: "publicroom")
+            case "muc#roomconfig_changesubject": changed.occupantsMayChangeSubject = try Self.boolean(value, field: "changesubject")
+            case "muc#roomconfig_membersonly": changed.membersOnly = try Self.boolean(value, field: "membersonly")
+            case "muc#roomconfig_passwordprotectedroom": passwordProtected = try Self.boolean(value, field: "passwordprotectedroom")
+            case "muc#roomconfig_roomsecret": secret = value
+            case "muc#roomconfig_whois":
+                guard let whois = Whois(rawValue: value) else {
+                    throw StanzaError(.notAcceptable, text: "muc#roomconfig_whois is moderators or anyone, not '\(value)'.")
+                }
+                changed.whois = whois
+            default: continue
+            }
+        }
+        guard changed.name.utf8.count <= 256, changed.description.utf8.count <= 1024, secret.utf8.count <= 256 else {
+            throw StanzaError(.notAcceptable, text: "A room name is at most 256 bytes, a description 1024, a password 256.")
+        }
+        if passwordProtected, secret.isEmpty {
+            throw StanzaError(.notAcceptable, text: "A password-protected room needs a muc#roomconfig_roomsecret.")
+        }
+        changed.password = passwordProtected ? secret : nil
+        self = changed
+    }
+
+    private static func boolean(_ value: String, field: String) throws(StanzaError) -> Bool {
+        switch value {
+        case "1", "true": return true
+        case "0", "false": return false
+        default: throw StanzaError(.badRequest, text: "muc#roomconfig_\(field) is a boolean, not '\(value)'.")
+        }
+    }
+
+    private static func field(_ name: String, type: String, label: String? = nil, _ value: String) -> XMLElement {
+        var field = XMLElement("field", ["var": name, "type": type])
+        if let label { field.setAttribute("label", label) }
+        field.append(XMLElement("value", text: value))
+        return field
+    }
+}

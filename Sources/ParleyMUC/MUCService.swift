@@ -1,0 +1,249 @@
+import Logging
+import NIOConcurrencyHelpers
+import ParleyCore
+import ParleyServer
+import ParleyStorage
+
+/// The multi-user chat service (XEP-0045) at its own domain, such as `conference.example.org`.
+///
+/// Rooms live in memory under one lock. Each stanza changes them and queues what it causes;
+/// whoever finds the queue idle sends it, outside the lock, in order. So the occupants see
+/// every room's events in the order they happened, and a stanza the router hands straight
+/// back (an error for an occupant whose session is gone) waits its turn instead of taking
+/// the lock a second time.
+public final class MUCService: HostedService {
+    public struct Settings: Sendable {
+        public var domain: String
+        public var name = "Chatrooms"
+        /// The domain of the server's accounts: only they may create rooms.
+        public var serverDomain: String
+        /// Bare JIDs that may create rooms; nil: every local account.
+        public var creators: Set<JID>?
+        /// Rooms the service holds at most; creating one more is `resource-constraint`.
+        public var maxRooms = 10_000
+        /// Occupants one room holds at most; one more is `service-unavailable` (§7.2.10).
+        public var maxOccupantsPerRoom = 1_000
+        /// Rooms one account may own; creating one more is `resource-constraint`.
+        public var maxRoomsPerAccount = 100
+        /// The largest message an occupant may send to the room, in bytes of XML: each is
+        /// copied to every occupant, so the room's limit is far below the stream's.
+        public var maxMessageBytes = 16_384
+
+        public init(domain: String, serverDomain: String, creators: Set<JID>? = nil) {
+            self.domain = domain
+            self.serverDomain = serverDomain
+            self.creators = creators
+        }
+    }
+
+    struct State: Sendable {
+        var rooms: [String: MUCRoom] = [:]
+        /// The rooms each local session is in, so its end is handled without a scan.
+        var roomsBySession: [JID: Set<String>] = [:]
+        var outbox: [XMLElement] = []
+        var draining = false
+        /// Where persistent rooms are kept, and the last write queued to it.
+        var store: (any MUCRoomStore)?
+        var storeTail: Task<Void, Never>?
+    }
+
+    public let settings: Settings
+    public var domain: String { settings.domain }
+    public var name: String { settings.name }
+    let logger: Logger
+    private let state = NIOLockedValueBox(State())
+    private let outlet = NIOLockedValueBox<HostedServiceOutlet?>(nil)
+
+    public init(settings: Settings, logger: Logger) {
+        self.settings = settings
+        self.logger = logger
+    }
+
+    /// Loads the persistent rooms; what a previous start left in memory is dropped, as a
+    /// restarted process would have lost it.
+    public func start(_ outlet: HostedServiceOutlet) async throws {
+        let rooms = try await load(from: outlet.storage)
+        self.outlet.withLockedValue { $0 = outlet }
+        withLockedState { state in
+            state = State()
+            state.rooms = rooms
+            state.store = outlet.storage
+        }
+    }
+
+    func withLockedState<T>(_ body: (inout State) -> T) -> T {
+        state.withLockedValue(body)
+    }
+
+    public func receive(_ stanza: XMLElement, from sender: JID) {
+        guard let to = stanza.to.flatMap({ try? JID($0) }) else { return }
+        perform { state, out in
+            guard let room = to.localpart else { return self.serviceStanza(stanza, from: sender, state: state, out: &out) }
+            switch stanza.name {
+            case "presence": self.presence(stanza, from: sender, room: room, nick: to.resourcepart, state: &state, out: &out)
+            case "message": self.message(stanza, from: sender, room: room, nick: to.resourcepart, state: &state, out: &out)
+            default: self.iq(stanza, from: sender, room: room, nick: to.resourcepart, state: &state, out: &out)
+            }
+        }
+    }
+
+    /// A session that ended leaves every room it was in; the others see it go.
+    public func sessionEnded(_ session: JID) {
+        perform { state, out in
+            for room in state.roomsBySession.removeValue(forKey: session) ?? [] {
+                state.rooms[room]?.leave(session, stanza: nil, out: &out)
+                self.closeIfEmpty(room, state: &state)
+            }
+        }
+    }
+
+    // MARK: Presence
+
+    private func presence(_ stanza: XMLElement, from sender: JID, room key: String, nick: String?, state: inout State, out: inout [XMLElement]) {
+        switch stanza.type {
+        case nil:
+            guard let nick else {
+                return refuse(stanza, StanzaError(.jidMalformed, text: "Enter a room as room@\(domain)/nickname."), out: &out)
+            }
+            guard nick.utf8.count <= 128 else {
+                return refuse(stanza, StanzaError(.notAcceptable, text: "A nickname is at most 128 bytes."), out: &out)
+            }
+            var created = false
+            if state.rooms[key] == nil {
+                guard mayCreateRooms(sender) else {
+                    return refuse(stanza, StanzaError(.notAllowed, text: "You may not create rooms on this service."), out: &out)
+                }
+                let owned = state.rooms.values.reduce(0) { $0 + ($1.affiliation(of: sender) == .owner ? 1 : 0) }
+                guard owned < settings.maxRoomsPerAccount else {
+                    return refuse(
+                        stanza,
+                        StanzaError(.resourceConstraint, text: "An account may own at most \(settings.maxRoomsPerAccount) rooms here."),
+                        out: &out)
+                }
+                guard state.rooms.count < settings.maxRooms else {
+                    return refuse(
+                        stanza, StanzaError(.resourceConstraint, text: "This service holds no more than \(settings.maxRooms) rooms."),
+                        out: &out)
+                }
+                do {
+                    // §7.2.1: a client that does not speak the MUC protocol gets an open room
+                    // at once; one that does must configure it (or accept an instant room).
+                    let speaksMUC = stanza.firstChild("x", namespace: MUCNamespace.muc) != nil
+                    state.rooms[key] = try MUCRoom(jid: JID(localpart: key, domainpart: domain), locked: speaksMUC, owner: sender)
+                    created = true
+                } catch {
+                    return refuse(stanza, StanzaError(.internalServerError, text: "The room could not be created."), out: &out)
+                }
+            }
+            do {
+                try state.rooms[key]?.available(
+                    stanza, from: sender, nick: nick, created: created, maxOccupants: settings.maxOccupantsPerRoom, out: &out)
+                state.roomsBySession[sender, default: []].insert(key)
+            } catch {
+                refuse(stanza, error, out: &out)
+                closeIfEmpty(key, state: &state)
+            }
+        case "unavailable", "error":
+            // A presence error from an occupant's client means it is no longer there (as
+            // Prosody treats it); it gets no self-presence in answer to an error.
+            state.rooms[key]?.leave(sender, stanza: stanza.type == "error" ? nil : stanza, out: &out)
+            forget(sender, in: key, state: &state)
+        default:
+            // Subscriptions and probes mean nothing to a room.
+            return
+        }
+    }
+
+    /// After `session` left room `key`: the index forgets it, and an empty temporary room goes.
+    private func forget(_ session: JID, in key: String, state: inout State) {
+        state.roomsBySession[session]?.remove(key)
+        if state.roomsBySession[session]?.isEmpty == true { state.roomsBySession[session] = nil }
+        closeIfEmpty(key, state: &state)
+    }
+
+    /// A temporary room goes away with its last occupant (XEP-0045 §10.1.3's "destroyed
+    /// automatically"); a persistent one stays.
+    private func closeIfEmpty(_ key: String, state: inout State) {
+        guard let room = state.rooms[key], room.isEmpty, !room.configuration.persistent || room.locked else { return }
+        state.rooms[key] = nil
+    }
+
+    private func mayCreateRooms(_ sender: JID) -> Bool {
+        guard sender.domainpart == settings.serverDomain else { return false }
+        return settings.creators?.contains(sender.bare) ?? true
+    }
+
+    // MARK: Messages
+
+    private func message(_ stanza: XMLElement, from sender: JID, room key: String, nick: String?, state: inout State, out: inout [XMLElement]) {
+        let type = stanza.type ?? "normal"
+        guard state.rooms[key] != nil, state.rooms[key]?.locked != true || state.rooms[key]?.nick(of: sender) != nil else {
+            return refuse(stanza, StanzaError(.itemNotFound, text: "There is no room \(key)@\(domain)."), out: &out)
+        }
+        if type == "error" {
+            // An occupant's client refusing room traffic is treated as gone (as Prosody does).
+            if state.rooms[key]?.nick(of: sender) != nil {
+                state.rooms[key]?.leave(sender, stanza: nil, out: &out)
+                forget(sender, in: key, state: &state)
+            }
+            return
+        }
+        do throws(StanzaError) {
+            if type == "groupchat" || nick != nil, stanza.xmlString().utf8.count > settings.maxMessageBytes {
+                throw StanzaError(
+                    .policyViolation, text: "Messages in this room are at most \(settings.maxMessageBytes) bytes of XML.")
+            }
+            switch (nick, type) {
+            case (nil, "groupchat"):
+                try state.rooms[key]?.groupchat(stanza, from: sender, out: &out)
+                if stanza.firstChild("subject") != nil, state.rooms[key]?.configuration.persistent == true {
+                    persist(key, wasPersistent: true, state: &state)
+                }
+            case (nil, _):
+                if let x = stanza.firstChild("x", namespace: MUCNamespace.user) {
+                    try state.rooms[key]?.relayInvitations(x, from: sender, out: &out)
+                } else {
+                    throw StanzaError(.notAcceptable, text: "Messages to the room are of type groupchat.")
+                }
+            case (_, "groupchat"):
+                throw StanzaError(.badRequest, text: "Groupchat messages go to the room's bare JID, not to an occupant.")
+            case (let nick?, _):
+                try state.rooms[key]?.privateMessage(stanza, from: sender, to: nick, out: &out)
+            }
+        } catch {
+            refuse(stanza, error, out: &out)
+        }
+    }
+
+    // MARK: Sending
+
+    /// The error reply to `stanza`, from the address it was sent to.
+    func refuse(_ stanza: XMLElement, _ error: StanzaError, out: inout [XMLElement]) {
+        if let reply = stanza.errorReply(error) { out.append(reply) }
+    }
+
+    /// Runs `change` under the lock, then sends what it queued unless another thread is
+    /// already sending (it will send this too, in order).
+    func perform(_ change: (inout State, inout [XMLElement]) -> Void) {
+        let drain = state.withLockedValue { state -> Bool in
+            var out: [XMLElement] = []
+            change(&state, &out)
+            state.outbox.append(contentsOf: out)
+            guard !state.draining, !state.outbox.isEmpty else { return false }
+            state.draining = true
+            return true
+        }
+        guard drain else { return }
+        let outlet = outlet.withLockedValue { $0 }
+        while true {
+            let batch = state.withLockedValue { state -> [XMLElement] in
+                let batch = state.outbox
+                state.outbox = []
+                if batch.isEmpty { state.draining = false }
+                return batch
+            }
+            guard !batch.isEmpty else { return }
+            for stanza in batch { outlet?.send(stanza) }
+        }
+    }
+}

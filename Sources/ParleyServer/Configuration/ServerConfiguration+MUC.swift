@@ -1,0 +1,57 @@
+import ParleyCore
+
+extension ServerConfiguration {
+    /// Multi-user chat (XEP-0045, `muc`): a hosted service at its own domain that `parleyd`
+    /// starts when enabled. ParleyServer only carries these settings; the service is ParleyMUC.
+    public struct MUC: Sendable, Hashable {
+        public enum RoomCreation: String, Sendable, Hashable, CaseIterable {
+            /// Any account of this server may create a room by joining it.
+            case local
+            /// Only the accounts listed in `admins`.
+            case admins
+        }
+
+        public var enabled = true
+        /// nil: `conference.<domain>`.
+        public var domain: String?
+        public var roomCreation = RoomCreation.local
+        /// Bare JIDs that may create rooms when `roomCreation` is `admins`.
+        public var admins: [String] = []
+        /// Rooms the service holds at most.
+        public var maxRooms = 10_000
+        /// Occupants one room holds at most (its owners and admins still get in).
+        public var maxOccupantsPerRoom = 1_000
+        /// Rooms one account may own.
+        public var maxRoomsPerAccount = 100
+        /// The largest message sent to a room or an occupant, in bytes of XML.
+        public var maxMessageBytes = 16_384
+        public init() {}
+    }
+
+    /// The domain the MUC service serves.
+    public var mucDomain: String { muc.domain ?? "conference.\(domain)" }
+}
+
+extension ServerConfiguration {
+    static func readMUC(_ values: ConfigurationValues, into config: inout ServerConfiguration) throws(ConfigurationError) {
+        config.muc.enabled = try values.bool("muc.enabled", default: config.muc.enabled)
+        config.muc.domain = values.optionalString("muc.domain")
+        config.muc.roomCreation = try values.choice("muc.room_creation", default: config.muc.roomCreation)
+        config.muc.admins = try values.stringList("muc.admins", default: config.muc.admins)
+        config.muc.maxRooms = try values.positiveInt("muc.max_rooms", default: config.muc.maxRooms)
+        config.muc.maxOccupantsPerRoom = try values.positiveInt("muc.max_occupants_per_room", default: config.muc.maxOccupantsPerRoom)
+        config.muc.maxRoomsPerAccount = try values.positiveInt("muc.max_rooms_per_account", default: config.muc.maxRoomsPerAccount)
+        config.muc.maxMessageBytes = try values.positiveInt("muc.max_message_bytes", default: config.muc.maxMessageBytes)
+        for admin in config.muc.admins {
+            guard let jid = try? JID(admin), jid.localpart != nil, !jid.isFull else {
+                throw ConfigurationError(key: "muc.admins", reason: "expected bare JIDs such as admin@example.org, got \"\(admin)\"")
+            }
+        }
+        if let domain = config.muc.domain {
+            guard let jid = try? JID(domain), jid.isDomain, jid.domainpart != config.domain else {
+                throw ConfigurationError(
+                    key: "muc.domain", reason: "expected a domain of its own such as conference.\(config.domain), got \"\(domain)\"")
+            }
+        }
+    }
+}

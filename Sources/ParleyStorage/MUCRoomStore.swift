@@ -1,0 +1,67 @@
+/// A persistent multi-user chat room (XEP-0045) as stored: its configuration, subject and
+/// affiliations. Temporary rooms are never stored.
+public struct StoredMUCRoom: Sendable, Hashable {
+    public struct Affiliation: Sendable, Hashable {
+        /// The bare JID affiliated.
+        public var jid: String
+        /// The local account's username when the JID is one of this server's accounts: the
+        /// row goes with the account.
+        public var username: String?
+        /// owner, admin, member or outcast.
+        public var affiliation: String
+
+        public init(jid: String, username: String?, affiliation: String) {
+            self.jid = jid
+            self.username = username
+            self.affiliation = affiliation
+        }
+    }
+
+    /// The service's domain and the room's localpart.
+    public var service: String
+    public var name: String
+    public var title: String
+    public var description: String
+    public var isPublic: Bool
+    /// moderators or anyone (who may see real JIDs).
+    public var whois: String
+    public var occupantsMayChangeSubject: Bool
+    public var membersOnly: Bool
+    /// The password to enter, if the room has one.
+    public var password: String?
+    public var subject: String?
+    /// Who set the subject (an occupant JID, or the room's).
+    public var subjectFrom: String?
+    /// Keys the room's XEP-0421 occupant ids, so they survive a restart.
+    public var occupantIDKey: [UInt8]
+    public var affiliations: [Affiliation]
+
+    public init(
+        service: String, name: String, title: String, description: String, isPublic: Bool, whois: String,
+        occupantsMayChangeSubject: Bool, membersOnly: Bool = false, password: String? = nil, subject: String?, subjectFrom: String?, occupantIDKey: [UInt8], affiliations: [Affiliation]
+    ) {
+        self.service = service
+        self.name = name
+        self.title = title
+        self.description = description
+        self.isPublic = isPublic
+        self.whois = whois
+        self.occupantsMayChangeSubject = occupantsMayChangeSubject
+        self.membersOnly = membersOnly
+        self.password = password
+        self.subject = subject
+        self.subjectFrom = subjectFrom
+        self.occupantIDKey = occupantIDKey
+        self.affiliations = affiliations
+    }
+}
+
+/// Where a MUC service keeps its persistent rooms.
+public protocol MUCRoomStore: Sendable {
+    /// Every stored room of `service`.
+    func mucRooms(of service: String) async throws -> [StoredMUCRoom]
+    /// Writes the room and replaces its affiliations, in one transaction. An affiliation
+    /// naming a local account that no longer exists is left out.
+    func saveMUCRoom(_ room: StoredMUCRoom) async throws
+    func deleteMUCRoom(service: String, name: String) async throws
+}

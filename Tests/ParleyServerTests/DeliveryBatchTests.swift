@@ -1,0 +1,39 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import ParleyServer
+
+/// A batch runs nothing until it is submitted, then runs each loop's work on that loop, in
+/// the order it was added.
+@Suite struct DeliveryBatchTests {
+    @Test func nothingRunsBeforeSubmitAndEachLoopKeepsItsOrder() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let loops = [group.next(), group.next()]
+        #expect(loops[0] !== loops[1])
+        let ran = NIOLockedValueBox([[Int]](repeating: [], count: 2))
+        let batch = DeliveryBatch()
+        for index in 0..<200 {
+            let loopIndex = index % 2
+            let loop = loops[loopIndex]
+            batch.add(on: loop) {
+                #expect(loop.inEventLoop)
+                ran.withLockedValue { $0[loopIndex].append(index) }
+            }
+        }
+        // Give the loops a chance to run anything handed to them too early.
+        try await loops[0].scheduleTask(in: .milliseconds(20)) {}.futureResult.get()
+        #expect(ran.withLockedValue { $0 } == [[], []])
+        batch.submit()
+        // Each loop's work is one task: anything executed after the submit runs after it.
+        for loop in loops { try await loop.submit {}.get() }
+        #expect(ran.withLockedValue { $0[0] } == Array(stride(from: 0, to: 200, by: 2)))
+        #expect(ran.withLockedValue { $0[1] } == Array(stride(from: 1, to: 200, by: 2)))
+        // Submitted work is gone from the batch: a second submit runs nothing again.
+        batch.submit()
+        for loop in loops { try await loop.submit {}.get() }
+        #expect(ran.withLockedValue { $0[0].count + $0[1].count } == 200)
+        try await group.shutdownGracefully()
+    }
+}

@@ -1,0 +1,222 @@
+import ParleyCore
+@testable import ParleyServer
+import Testing
+
+/// XEP-0045 with three clients: the service's disco, creating an instant room, entering it,
+/// nickname conflicts, groupchat, the subject, private messages and XEP-0421 occupant ids.
+@Suite struct MUCScenarios {
+    static let room = "team@conference.localhost"
+
+    @Test func theServiceIsListedAndDescribesItself() async throws {
+        try await MUC.with { server in
+            let alice = try await server.im("alice")
+            let items = try await alice.query(
+                "<iq type='get' id='i' to='localhost'><query xmlns='http://jabber.org/protocol/disco#items'/></iq>", id: "i")
+            let listed = items.firstChild("query", namespace: XMLNamespace.discoItems)?.children("item").compactMap { $0[attribute: "jid"] }
+            #expect(listed == [MUC.service], "\(items.xmlString())")
+            let info = try await alice.query(
+                "<iq type='get' id='d' to='\(MUC.service)'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>", id: "d")
+            let query = try #require(info.firstChild("query", namespace: XMLNamespace.discoInfo), "\(info.xmlString())")
+            let identity = query.firstChild("identity")
+            #expect(identity?[attribute: "category"] == "conference" && identity?[attribute: "type"] == "text")
+            #expect(query.children("feature").contains { $0[attribute: "var"] == MUC.muc })
+        }
+    }
+
+    @Test func anInstantRoomIsCreatedLockedUntilConfiguredThenOthersEnter() async throws {
+        try await MUC.with { server in
+            let alice = try await server.im("alice")
+            let bob = try await server.im("bob")
+            let carol = try await server.im("carol")
+            let created = try await alice.enter("team", nick: "Alice")
+            #expect(created.others.isEmpty)
+            #expect(created.own.from == "\(Self.room)/Alice" && created.own.statusCodes == [110, 201], "\(created.own.xmlString())")
+            #expect(created.own.mucItem?[attribute: "affiliation"] == "owner" && created.own.mucItem?[attribute: "role"] == "moderator")
+            #expect(created.subject.from == Self.room && created.subject.firstChild("subject")?.text == "")
+
+            // §10.1.1: nobody else enters a locked room.
+            try await bob.send("<presence to='\(Self.room)/Bob'><x xmlns='\(MUC.muc)'/></presence>")
+            let locked = try await bob.expect("presence")
+            #expect(locked.type == "error" && locked.stanzaErrorCondition == .itemNotFound, "\(locked.xmlString())")
+
+            let instant = try await alice.query(
+                "<iq type='set' id='c' to='\(Self.room)'><query xmlns='\(MUC.owner)'><x xmlns='jabber:x:data' type='submit'/></query></iq>", id: "c")
+            #expect(instant.type == "result", "\(instant.xmlString())")
+
+            let entered = try await bob.enter("team", nick: "Bob")
+            #expect(entered.others.map(\.from) == ["\(Self.room)/Alice"])
+            #expect(entered.own.statusCodes == [110] && entered.own.mucItem?[attribute: "role"] == "participant")
+            // Semi-anonymous: a participant does not see real JIDs; the moderator does.
+            #expect(entered.others.first?.mucItem?[attribute: "jid"] == nil)
+            let bobArrives = try await alice.expectRoomPresence("team", "Bob")
+            #expect(bobArrives.mucItem?[attribute: "jid"] == "bob@localhost/r", "\(bobArrives.xmlString())")
+
+            // §7.2.9: a nickname in use by another account.
+            try await carol.send("<presence to='\(Self.room)/Bob'><x xmlns='\(MUC.muc)'/></presence>")
+            let conflict = try await carol.expect("presence")
+            #expect(conflict.type == "error" && conflict.stanzaErrorCondition == .conflict && conflict.from == "\(Self.room)/Bob")
+            try await alice.expectNothingPending()
+            try await bob.expectNothingPending()
+
+            let list = try await carol.query(
+                "<iq type='get' id='l' to='\(MUC.service)'><query xmlns='http://jabber.org/protocol/disco#items'/></iq>", id: "l")
+            #expect(list.firstChild("query", namespace: XMLNamespace.discoItems)?.children("item").map { $0[attribute: "jid"] } == [Self.room])
+        }
+    }
+
+    @Test func groupchatReachesEveryOccupantWithARoomStanzaIDAndOccupantID() async throws {
+        try await MUC.with { server in
+            let (alice, bob, carol) = try await Self.threeInTheRoom(server)
+            try await bob.send("<message to='\(Self.room)' type='groupchat' id='g1'><body>hello room</body></message>")
+            var stanzaIDs: Set<String> = []
+            for client in [alice, bob, carol] {
+                let message = try await client.expect("message")
+                #expect(message.from == "\(Self.room)/Bob" && message.type == "groupchat" && message.id == "g1", "\(message.xmlString())")
+                #expect(message.firstChild("body")?.text == "hello room")
+                let stanzaID = message.firstChild("stanza-id", namespace: XMLNamespace.stanzaID)
+                #expect(stanzaID?[attribute: "by"] == Self.room)
+                stanzaIDs.insert(stanzaID?[attribute: "id"] ?? "")
+                #expect(message.occupantID != nil)
+            }
+            #expect(stanzaIDs.count == 1, "one room stanza-id for every copy")
+
+            // A stranger's groupchat is refused (§7.4), and reaches nobody.
+            let stranger = try await server.im("carol", "other", available: false)
+            try await stranger.send("<message to='\(Self.room)' type='groupchat' id='g2'><body>let me in</body></message>")
+            let refused = try await stranger.expect("message")
+            #expect(refused.type == "error" && refused.stanzaErrorCondition == .notAcceptable, "\(refused.xmlString())")
+            for client in [alice, bob, carol] { try await client.expectNothingPending() }
+        }
+    }
+
+    @Test func theSubjectIsChangedByModeratorsAndSentLastOnEntry() async throws {
+        try await MUC.with { server in
+            let (alice, bob, carol) = try await Self.threeInTheRoom(server)
+            try await bob.send("<message to='\(Self.room)' type='groupchat' id='s1'><subject>mine</subject></message>")
+            let forbidden = try await bob.expect("message")
+            #expect(forbidden.type == "error" && forbidden.stanzaErrorCondition == .forbidden, "\(forbidden.xmlString())")
+            try await alice.send("<message to='\(Self.room)' type='groupchat' id='s2'><subject>Plans</subject></message>")
+            for client in [alice, bob, carol] {
+                let subject = try await client.expect("message")
+                #expect(subject.from == "\(Self.room)/Alice" && subject.firstChild("subject")?.text == "Plans")
+            }
+            let phone = try await server.im("carol", "phone", available: false)
+            let entry = try await phone.enter("team", nick: "Carol2")
+            #expect(entry.subject.from == "\(Self.room)/Alice" && entry.subject.firstChild("subject")?.text == "Plans")
+        }
+    }
+
+    @Test func privateMessagesGoBetweenOccupantsOnly() async throws {
+        try await MUC.with { server in
+            let (alice, bob, carol) = try await Self.threeInTheRoom(server)
+            try await bob.send("<message to='\(Self.room)/Alice' type='chat' id='p1'><body>psst</body></message>")
+            let pm = try await alice.expect("message")
+            #expect(pm.from == "\(Self.room)/Bob" && pm.type == "chat" && pm.firstChild("body")?.text == "psst", "\(pm.xmlString())")
+            #expect(pm.firstChild("x", namespace: MUC.user) != nil && pm.occupantID != nil)
+            try await carol.expectNothingPending()
+            try await bob.send("<message to='\(Self.room)/Nobody' type='chat' id='p2'><body>?</body></message>")
+            #expect(try await bob.expect("message").stanzaErrorCondition == .itemNotFound)
+            let stranger = try await server.im("carol", "other", available: false)
+            try await stranger.send("<message to='\(Self.room)/Alice' type='chat' id='p3'><body>hi</body></message>")
+            #expect(try await stranger.expect("message").stanzaErrorCondition == .notAcceptable)
+            try await alice.expectNothingPending()
+        }
+    }
+
+    /// Alice creates `team` (instant), then Bob and Carol enter; everyone has read everything.
+    static func threeInTheRoom(_ server: TestServer) async throws -> (TestClient, TestClient, TestClient) {
+        let alice = try await server.im("alice")
+        let bob = try await server.im("bob")
+        let carol = try await server.im("carol")
+        try await MUC.createInstantRoom(alice, "team", nick: "Alice")
+        _ = try await bob.enter("team", nick: "Bob")
+        try await alice.expectRoomPresence("team", "Bob")
+        _ = try await carol.enter("team", nick: "Carol")
+        try await alice.expectRoomPresence("team", "Carol")
+        try await bob.expectRoomPresence("team", "Carol")
+        return (alice, bob, carol)
+    }
+}
+
+/// §7.2.14: the discussion history a newcomer gets, as much as it asks for.
+@Suite struct MUCHistoryScenarios {
+    @Test func newcomersGetTheRecentHistoryWithDelayAsMuchAsTheyAskFor() async throws {
+        try await MUC.with { server in
+            let alice = try await server.im("alice")
+            try await MUC.createInstantRoom(alice, "team", nick: "Alice")
+            for id in ["h1", "h2", "h3"] {
+                try await alice.send("<message to='\(MUCScenarios.room)' type='groupchat' id='\(id)'><body>\(id)</body></message>")
+                try await alice.expectMessage(id: id)
+            }
+            try await alice.send("<message to='\(MUCScenarios.room)' type='groupchat' id='t'><subject>Topic</subject></message>")
+            try await alice.expectMessage(id: "t")
+
+            let bob = try await server.im("bob")
+            let all = try await bob.enter("team", nick: "Bob")
+            #expect(all.history.map(\.id) == ["h1", "h2", "h3"], "\(all.history.map { $0.xmlString() })")
+            for message in all.history {
+                let delay = message.firstChild("delay", namespace: IM.delay)
+                #expect(delay?[attribute: "from"] == MUCScenarios.room && delay?[attribute: "stamp"] != nil, "\(message.xmlString())")
+                #expect(message.from == "\(MUCScenarios.room)/Alice" && message.to == "bob@localhost/r")
+                #expect(message.firstChild("stanza-id", namespace: XMLNamespace.stanzaID) != nil)
+            }
+            #expect(all.subject.firstChild("subject")?.text == "Topic")
+
+            let carol = try await server.im("carol")
+            let last = try await carol.enter("team", nick: "Carol", extra: "")
+            #expect(last.history.count == 3)
+            let phone = try await server.im("carol", "phone", available: false)
+            try await phone.send(
+                "<presence to='\(MUCScenarios.room)/Carol'><x xmlns='\(MUC.muc)'><history maxstanzas='1'/></x></presence>")
+            let one = try await phone.enterReplies()
+            #expect(one.history.map(\.id) == ["h3"])
+            let laptop = try await server.im("carol", "laptop", available: false)
+            try await laptop.send(
+                "<presence to='\(MUCScenarios.room)/Carol'><x xmlns='\(MUC.muc)'><history maxstanzas='0'/></x></presence>")
+            #expect(try await laptop.enterReplies().history.isEmpty)
+        }
+    }
+}
+
+/// §7.8.2: mediated invitations and declines, relayed by the room.
+@Suite struct MUCInvitationScenarios {
+    @Test func anOccupantInvitesTheInviteeDeclinesAndAnOfflineInviteeFindsItLater() async throws {
+        try await MUC.with { server in
+            let alice = try await server.im("alice")
+            let bob = try await server.im("bob")
+            try await MUC.createInstantRoom(alice, "team", nick: "Alice")
+            try await alice.send(
+                """
+                <message to='\(MUCScenarios.room)' id='inv'><x xmlns='\(MUC.user)'>\
+                <invite to='bob@localhost'><reason>standup</reason></invite><invite to='carol@localhost'/></x></message>
+                """)
+            let invitation = try await bob.expect("message")
+            let invite = invitation.firstChild("x", namespace: MUC.user)?.firstChild("invite", namespace: MUC.user)
+            #expect(invitation.from == MUCScenarios.room && invite?[attribute: "from"] == "alice@localhost", "\(invitation.xmlString())")
+            #expect(invite?.firstChild("reason", namespace: MUC.user)?.text == "standup")
+
+            try await bob.send(
+                """
+                <message to='\(MUCScenarios.room)' id='no'><x xmlns='\(MUC.user)'>\
+                <decline to='alice@localhost'><reason>busy</reason></decline></x></message>
+                """)
+            let declined = try await alice.expect("message")
+            let decline = declined.firstChild("x", namespace: MUC.user)?.firstChild("decline", namespace: MUC.user)
+            #expect(declined.from == MUCScenarios.room && decline?[attribute: "from"] == "bob@localhost", "\(declined.xmlString())")
+
+            // Carol was offline: the invitation waits in offline storage.
+            await server.running.offline.writer.waitUntilIdle(deadline: ContinuousClock.now + .seconds(5))
+            let carol = try await server.im("carol")
+            let stored = try await carol.expect("message")
+            #expect(stored.from == MUCScenarios.room && stored.firstChild("x", namespace: MUC.user)?.firstChild("invite", namespace: MUC.user) != nil)
+
+            // Only occupants invite.
+            try await carol.send(
+                "<message to='\(MUCScenarios.room)' id='bad'><x xmlns='\(MUC.user)'><invite to='bob@localhost'/></x></message>")
+            #expect(try await carol.expect("message").stanzaErrorCondition == .notAcceptable)
+            try await alice.send("<message to='\(MUCScenarios.room)' id='bad2'><x xmlns='\(MUC.user)'><invite/></x></message>")
+            #expect(try await alice.expect("message").stanzaErrorCondition == .jidMalformed)
+            try await bob.expectNothingPending()
+        }
+    }
+}
