@@ -122,9 +122,10 @@ struct UploadLifecycleTests {
         let attributes = try FileManager.default.attributesOfItem(atPath: harness.uploadDirectory + "/1/" + slot.id)
         #expect((attributes[.size] as? Int) == size)
         // Run alone the peak grows by a few MB (2-4 MB measured); the whole suite runs other
-        // tests in this process at the same time, whose allocations count too. A server holding
-        // the file would add 100 MB or more (200 MB measured with a body collected whole).
-        #expect(after - before < 40 * 1024, "peak RSS grew by \(after - before) kB during a 100 MB upload")
+        // tests in this process at the same time, whose allocations count too (up to 42 MB
+        // seen). A server holding the file would add 100 MB or more (200 MB measured with a
+        // body collected whole), so the bound sits below that and above the others' share.
+        #expect(after - before < 90 * 1024, "peak RSS grew by \(after - before) kB during a 100 MB upload")
         print("aLargeUploadIsStreamedNotBuffered: peak RSS grew by \(after - before) kB")
         try await harness.stop()
     }
