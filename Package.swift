@@ -26,6 +26,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        // Already required by Hummingbird's TLS; named here to load the c2s certificate for it.
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
         .systemLibrary(
@@ -69,6 +74,23 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]),
+        .target(
+            name: "ParleyHTTP",
+            dependencies: [
+                "ParleyServer", "ParleyStorage", "ParleyCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "_NIOFileSystem", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
         // A hosted service (XEP-0045 at conference.<domain>): it uses ParleyServer's public
         // API, and ParleyServer never imports it; parleyd wires it in.
         .target(
@@ -81,7 +103,7 @@ let package = Package(
         .executableTarget(
             name: "parleyd",
             dependencies: [
-                "ParleyServer", "ParleyMUC", "ParleyCore", "ParleyStorage",
+                "ParleyServer", "ParleyMUC", "ParleyCore", "ParleyStorage", "ParleyHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -149,6 +171,17 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 // Scenarios hold the server's database write lock to play a slow disk.
                 .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
+        .testTarget(
+            name: "ParleyHTTPTests",
+            dependencies: [
+                "ParleyHTTP", "ParleyServer", "ParleyStorage", "ParleyCore", "ParleyTLS",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "ParleyClientTests",

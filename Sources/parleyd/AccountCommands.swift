@@ -36,6 +36,9 @@ struct DeleteUser: AsyncParsableCommand {
     func run() async throws {
         let (configuration, username) = try await accountTarget(options, user)
         let storage = try SQLiteStorage(path: configuration.sqlitePath)
+        // The files first: once the account is gone its upload rows are too, and a running
+        // server would only find the files again through the change feed.
+        _ = try? await uploadMaintenance(configuration).delete(owner: username)
         guard try await storage.deleteAccount(username: username, origin: .admin) else {
             throw ValidationError("\(username)@\(configuration.domain) does not exist")
         }
@@ -76,7 +79,7 @@ struct ListUsers: AsyncParsableCommand {
     }
 }
 
-private func accountTarget(_ options: ConfigOptions, _ user: String) async throws -> (ServerConfiguration, String) {
+func accountTarget(_ options: ConfigOptions, _ user: String) async throws -> (ServerConfiguration, String) {
     let configuration = try await loadConfiguration(options)
     let domain = configuration.domain
     let localpart = user.contains("@") ? String(user.split(separator: "@", maxSplits: 1)[0]) : user

@@ -26,14 +26,21 @@ struct Run: AsyncParsableCommand {
             MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
             prometheus = registry
         }
+        let (started, starting) = AsyncStream.makeStream(of: RunningServer.self)
         let server = XMPPServer(
             configuration: configuration, logger: logger, prometheus: prometheus,
             hostedServices: makeHostedServices(configuration, logger: logger)
         ) { running in
             printBanner(running)
+            starting.yield(running)
+            starting.finish()
+        }
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: server)]
+        if configuration.http.enabled {
+            services.append(.init(service: HTTPLauncher(started: started, logger: logger)))
         }
         let group = ServiceGroup(
-            configuration: .init(services: [.init(service: server)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
             try await group.run()
         } catch {

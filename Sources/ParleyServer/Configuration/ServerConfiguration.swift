@@ -26,6 +26,7 @@ public struct ServerConfiguration: Sendable, Hashable {
     public var streamManagement = StreamManagement()
     public var shutdown = Shutdown()
     public var metrics = Metrics()
+    public var http = HTTPConfiguration()
     public var storage = Storage()
     public var pep = PEP()
     public var muc = MUC()

@@ -16,6 +16,7 @@ enum SQLiteMigrations {
         migrator.registerMigration("v7_profile", migrate: v7Profile)
         migrator.registerMigration("v8_account_identity", migrate: v8AccountIdentity)
         migrator.registerMigration("v10_muc", migrate: v10MUC)
+        migrator.registerMigration("v11_uploads", migrate: v11Uploads)
         return migrator
     }
 
@@ -268,6 +269,26 @@ enum SQLiteMigrations {
                     PRIMARY KEY (service, room, jid),
                     FOREIGN KEY (service, room) REFERENCES muc_rooms(service, name) ON DELETE CASCADE
                 ) WITHOUT ROWID;
+                """)
+    }
+
+    /// XEP-0363 uploads: issued slots and the files stored through them. The rows go with the
+    /// account; the files (keyed by account id) are removed by the HTTP service when it reads
+    /// the deletion from the account change feed.
+    private static func v11Uploads(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE uploads (
+                    id TEXT PRIMARY KEY,
+                    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    filename TEXT NOT NULL,
+                    size INTEGER NOT NULL CHECK (size >= 0),
+                    content_type TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    state TEXT NOT NULL CHECK (state IN ('pending', 'uploading', 'stored'))
+                ) WITHOUT ROWID;
+                CREATE INDEX uploads_account ON uploads(account_id, created_at);
+                CREATE INDEX uploads_created ON uploads(created_at);
                 """)
     }
 }

@@ -1,0 +1,76 @@
+import Foundation
+import Logging
+import NIOCore
+import ParleyServer
+import ParleyStorage
+import ServiceLifecycle
+
+/// ParleyHTTP as configured for one running server: the listener with its features, the
+/// upload slots the `upload.<domain>` hosted service will hand out, and upload maintenance.
+public final class ParleyHTTPServer: Service, Sendable {
+    public let service: HTTPService
+    /// Nil when uploads are disabled.
+    public let uploadSlots: UploadSlots?
+    public let uploads: UploadMaintenance?
+    private let feed: any AccountChangeFeed
+    private let configuration: HTTPConfiguration
+    private let maintenanceInterval: Duration
+
+    public init(
+        configuration: ServerConfiguration, storage: SQLiteStorage, certificatePath: String, keyPath: String,
+        extraFeatures: [any HTTPFeature] = [], maintenanceInterval: Duration = .seconds(10), logger: Logger
+    ) throws {
+        let http = configuration.http
+        var features: [any HTTPFeature] = [HealthFeature()]
+        if http.upload.enabled {
+            let directory = http.upload.directory ?? "\(configuration.dataDirectory)/uploads"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let secret = try UploadSlots.secret(
+                configured: http.upload.secret, path: "\(configuration.dataDirectory)/upload.secret")
+            let store = DirectoryUploadStore(directory: directory)
+            let slots = UploadSlots(
+                configuration: http.upload, baseURL: Self.baseURL(http, domain: configuration.domain, port: http.port),
+                secret: secret, metadata: storage)
+            features.append(UploadFeature(slots: slots, store: store))
+            uploadSlots = slots
+            uploads = UploadMaintenance(metadata: storage, store: store, logger: logger)
+        } else {
+            uploadSlots = nil
+            uploads = nil
+        }
+        let slots = uploadSlots, domain = configuration.domain
+        service = try HTTPService(
+            configuration: http, certificatePath: certificatePath, keyPath: keyPath,
+            gracePeriod: configuration.shutdown.gracePeriod, features: features + extraFeatures, logger: logger
+        ) { addresses in
+            // With port 0 the upload URLs can only name the port once it is bound.
+            if http.port == 0, http.publicURL == nil, let port = addresses.first?.port {
+                slots?.baseURL = Self.baseURL(http, domain: domain, port: port)
+            }
+        }
+        feed = storage
+        self.configuration = http
+        self.maintenanceInterval = maintenanceInterval
+    }
+
+    static func baseURL(_ http: HTTPConfiguration, domain: String, port: Int) -> String {
+        http.publicURL ?? "\(http.tls ? "https" : "http")://\(domain):\(port)"
+    }
+
+    /// The bound addresses, once listening.
+    public func addresses() async -> [SocketAddress] {
+        await service.addresses()
+    }
+
+    public func run() async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            if let uploads {
+                let feed = self.feed, days = configuration.upload.expiryDays, interval = maintenanceInterval
+                group.addTask { await cancelWhenGracefulShutdown { await uploads.run(feed: feed, expiryDays: days, interval: interval) } }
+            }
+            // Not a child task: maintenance ends at once on shutdown, the listener drains.
+            defer { group.cancelAll() }
+            try await service.run()
+        }
+    }
+}

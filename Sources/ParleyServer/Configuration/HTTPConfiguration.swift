@@ -1,0 +1,42 @@
+import Foundation
+
+/// The HTTP(S) service (ParleyHTTP) and the XEP-0363 upload store behind it. Plain data here so
+/// the configuration file is read in one place; ParleyServer itself never serves HTTP from it.
+public struct HTTPConfiguration: Sendable, Hashable {
+    public var enabled = false
+    public var interfaces = ["127.0.0.1"]
+    /// 0 picks a free port (tests).
+    public var port = 5443
+    /// HTTPS with the c2s certificate. Plain HTTP is refused on a non-loopback interface unless
+    /// `allowPlainHTTP` says so (behind a TLS-terminating proxy, say).
+    public var tls = true
+    public var allowPlainHTTP = false
+    /// What clients are given in upload URLs (the proxy's address, when there is one). When not
+    /// set: http(s)://<domain>:<port>.
+    public var publicURL: String?
+    public var upload = Upload()
+
+    public init() {}
+
+    public struct Upload: Sendable, Hashable {
+        public var enabled = true
+        /// Largest single file (XEP-0363 `max-file-size`).
+        public var maxFileSize = 100 * 1024 * 1024
+        /// Bytes an account may request slots for in 24 hours; 0 for unlimited.
+        public var dailyQuota = 1024 * 1024 * 1024
+        /// Bytes an account may keep stored; 0 for unlimited.
+        public var totalQuota = 2 * 1024 * 1024 * 1024
+        /// How long a slot's PUT URL stays valid.
+        public var slotLifetime: Duration = .seconds(300)
+        /// Files older than this are deleted; 0 keeps them forever.
+        public var expiryDays = 30
+        /// HMAC key for slot URLs; when not set, one is generated into `<data_dir>/upload.secret`.
+        public var secret: String?
+        /// Who may request slots: `local` (accounts on this server) or `none`.
+        public var allowed = "local"
+        /// Where files go. When not set: <data_dir>/uploads.
+        public var directory: String?
+
+        public init() {}
+    }
+}

@@ -1,0 +1,39 @@
+extension ServerConfiguration {
+    /// The `http:` and `upload:` sections (ParleyHTTP and its XEP-0363 store).
+    static func readHTTP(_ values: ConfigurationValues, into http: inout HTTPConfiguration) throws(ConfigurationError) {
+        http.enabled = try values.bool("http.enabled", default: http.enabled)
+        http.interfaces = try values.stringList("http.interfaces", default: http.interfaces)
+        http.port = try values.port("http.port", default: http.port, zeroMeans: "any free port")
+        http.tls = try values.bool("http.tls", default: http.tls)
+        http.allowPlainHTTP = try values.bool("http.allow_plain_http", default: http.allowPlainHTTP)
+        http.publicURL = values.optionalString("http.public_url")
+        if let url = http.publicURL, !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
+            throw values.error("http.public_url", "expected an http:// or https:// URL, got \"\(url)\"")
+        }
+        // Uploads carry bearer tokens in their URLs; over plain HTTP on a public interface
+        // anyone on the path could replay them.
+        if !http.tls, !http.allowPlainHTTP,
+            let exposed = http.interfaces.first(where: { !["127.0.0.1", "::1", "localhost"].contains($0) })
+        {
+            throw values.error(
+                "http.tls", "is false while http.interfaces includes \(exposed); set http.allow_plain_http: true to serve plain HTTP beyond loopback")
+        }
+        var upload = http.upload
+        upload.enabled = try values.bool("upload.enabled", default: upload.enabled)
+        upload.maxFileSize = try values.positiveInt("upload.max_file_size", default: upload.maxFileSize)
+        upload.dailyQuota = try values.int(
+            "upload.daily_quota", default: upload.dailyQuota, in: 0...Int.max, expected: "an integer, 0 for unlimited")
+        upload.totalQuota = try values.int(
+            "upload.total_quota", default: upload.totalQuota, in: 0...Int.max, expected: "an integer, 0 for unlimited")
+        upload.slotLifetime = try values.seconds("upload.slot_lifetime", default: upload.slotLifetime)
+        upload.expiryDays = try values.int(
+            "upload.expiry_days", default: upload.expiryDays, in: 0...1_000_000, expected: "an integer, 0 to keep files forever")
+        upload.secret = values.optionalString("upload.secret")
+        upload.allowed = try values.string("upload.allowed", default: upload.allowed)
+        guard ["local", "none"].contains(upload.allowed) else {
+            throw values.error("upload.allowed", "expected one of local, none, got \"\(upload.allowed)\"")
+        }
+        upload.directory = values.optionalString("upload.directory")
+        http.upload = upload
+    }
+}
