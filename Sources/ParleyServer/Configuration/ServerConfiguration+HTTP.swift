@@ -1,3 +1,5 @@
+import ParleyCore
+
 extension ServerConfiguration {
     /// The `http:` and `upload:` sections (ParleyHTTP and its XEP-0363 store).
     static func readHTTP(_ values: ConfigurationValues, into http: inout HTTPConfiguration) throws(ConfigurationError) {
@@ -34,6 +36,10 @@ extension ServerConfiguration {
             throw values.error("upload.allowed", "expected one of local, none, got \"\(upload.allowed)\"")
         }
         upload.directory = values.optionalString("upload.directory")
+        upload.domain = values.optionalString("upload.domain")
+        if let domain = upload.domain, (try? JID(domain))?.isDomain != true {
+            throw values.error("upload.domain", "expected a domain such as upload.example.org, got \"\(domain)\"")
+        }
         http.upload = upload
     }
 }
