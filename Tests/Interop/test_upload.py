@@ -42,7 +42,7 @@ def test_slixmpp_uploads_a_file_that_another_client_downloads(parleyd, trusted_u
 
     async def scenario():
         async with session(parleyd, parleyd.account("alice"), plugins=("xep_0363",)) as alice:
-            plugin = alice["xep_0363"]
+            plugin = alice.plugin["xep_0363"]
             url = await plugin.upload_file(
                 "notes.bin", input_file=io.BytesIO(data), content_type="application/octet-stream", timeout=TIMEOUT)
             assert str(plugin.upload_service) == "upload.localhost"
@@ -62,10 +62,10 @@ def test_a_slot_over_the_limit_is_refused_with_the_limit(parleyd, trusted_upload
         async with session(parleyd, parleyd.account("bob"), plugins=("xep_0363",)) as bob:
             with pytest.raises(http_upload.FileTooBig):
                 # The plugin refuses by itself once it has read max-file-size from disco.
-                await bob["xep_0363"].upload_file(
+                await bob.plugin["xep_0363"].upload_file(
                     "big.bin", size=5000, input_file=io.BytesIO(b""), timeout=TIMEOUT)
             with pytest.raises(IqError) as refused:
-                await bob["xep_0363"].request_slot("upload.localhost", "big.bin", 5000, timeout=TIMEOUT)
+                await bob.plugin["xep_0363"].request_slot("upload.localhost", "big.bin", 5000, timeout=TIMEOUT)
             error = refused.value.iq["error"]
             assert error["condition"] == "not-acceptable", error
             too_large = error.xml.find("{urn:xmpp:http:upload:0}file-too-large")
