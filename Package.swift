@@ -164,8 +164,10 @@ let package = Package(
             name: "ParleyServerTests",
             dependencies: [
                 "ParleyServer", "ParleyStream", "ParleyCore", "ParleyTLS", "ParleyStorage", "ParleyTestSupport",
-                // The MUC scenarios need the server's scenario harness, so they live here.
-                "ParleyMUC",
+                // The MUC and upload scenarios need the server's scenario harness, so they live here.
+                "ParleyMUC", "ParleyHTTP",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -29,6 +29,8 @@ fi
 python_missing=()
 python3 -c "import slixmpp; assert slixmpp.__version__ == '1.17.0'" 2>/dev/null || python_missing+=("slixmpp==1.17.0")
 python3 -c "import pytest" 2>/dev/null || python_missing+=("pytest")
+# slixmpp's XEP-0363 plugin uploads with aiohttp (test_upload.py).
+python3 -c "import aiohttp" 2>/dev/null || python_missing+=("aiohttp")
 if [ ${#python_missing[@]} -gt 0 ]; then
     echo "installing Python packages: ${python_missing[*]}"
     python3 -m pip install --quiet --disable-pip-version-check "${python_missing[@]}"

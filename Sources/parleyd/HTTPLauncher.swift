@@ -8,6 +8,8 @@ import ServiceLifecycle
 /// storage and the certificate it resolved (or generated on first start).
 struct HTTPLauncher: Service {
     let started: AsyncStream<RunningServer>
+    /// The XMPP side of uploads, which hands out the listener's slots.
+    let uploadService: UploadService?
     let logger: Logger
 
     func run() async throws {
@@ -20,6 +22,7 @@ struct HTTPLauncher: Service {
         let http = try ParleyHTTPServer(
             configuration: configuration, storage: running.storage, certificatePath: running.certificatePath,
             keyPath: configuration.tlsKeyPath, logger: logger)
+        if let slots = http.uploadSlots { uploadService?.attach(slots) }
         let scheme = configuration.http.tls ? "https" : "http"
         Task {
             for address in await http.addresses() {

@@ -1,5 +1,6 @@
 import Logging
 import ParleyCore
+import ParleyHTTP
 import ParleyMUC
 import ParleyServer
 
@@ -10,7 +11,16 @@ func makeHostedServices(_ configuration: ServerConfiguration, logger: Logger) ->
     if configuration.muc.enabled {
         services.append(MUCService(settings: MUCService.Settings(configuration), logger: logger))
     }
+    if let upload = makeUploadService(configuration) { services.append(upload) }
     return services
+}
+
+/// The XEP-0363 slot service, when the HTTP listener serves uploads; HTTPLauncher attaches the
+/// slots once the listener runs.
+func makeUploadService(_ configuration: ServerConfiguration) -> UploadService? {
+    guard configuration.http.enabled, configuration.http.upload.enabled else { return nil }
+    return UploadService(
+        domain: configuration.uploadDomain, serverDomain: configuration.domain, maxFileSize: configuration.http.upload.maxFileSize)
 }
 
 extension MUCService.Settings {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import Metrics
+import ParleyHTTP
 import ParleyServer
 import Prometheus
 import ServiceLifecycle
@@ -27,9 +28,9 @@ struct Run: AsyncParsableCommand {
             prometheus = registry
         }
         let (started, starting) = AsyncStream.makeStream(of: RunningServer.self)
+        let hostedServices = makeHostedServices(configuration, logger: logger)
         let server = XMPPServer(
-            configuration: configuration, logger: logger, prometheus: prometheus,
-            hostedServices: makeHostedServices(configuration, logger: logger)
+            configuration: configuration, logger: logger, prometheus: prometheus, hostedServices: hostedServices
         ) { running in
             printBanner(running)
             starting.yield(running)
@@ -37,7 +38,8 @@ struct Run: AsyncParsableCommand {
         }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: server)]
         if configuration.http.enabled {
-            services.append(.init(service: HTTPLauncher(started: started, logger: logger)))
+            services.append(.init(service: HTTPLauncher(
+                started: started, uploadService: hostedServices.lazy.compactMap { $0 as? UploadService }.first, logger: logger)))
         }
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

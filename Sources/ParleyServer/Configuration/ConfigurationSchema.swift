@@ -68,6 +68,7 @@ enum ConfigurationSchema {
         "upload.secret": .scalar,
         "upload.allowed": .scalar,
         "upload.directory": .scalar,
+        "upload.domain": .scalar,
         "metrics.enabled": .scalar,
         "metrics.address": .scalar,
         "metrics.port": .scalar,

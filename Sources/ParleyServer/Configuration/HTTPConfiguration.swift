@@ -36,7 +36,14 @@ public struct HTTPConfiguration: Sendable, Hashable {
         public var allowed = "local"
         /// Where files go. When not set: <data_dir>/uploads.
         public var directory: String?
+        /// The XMPP domain of the slot service (XEP-0363); nil: `upload.<domain>`.
+        public var domain: String?
 
         public init() {}
     }
+}
+
+extension ServerConfiguration {
+    /// The domain the XEP-0363 upload service serves.
+    public var uploadDomain: String { http.upload.domain ?? "upload.\(domain)" }
 }

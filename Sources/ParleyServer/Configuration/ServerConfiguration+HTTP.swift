@@ -1,6 +1,10 @@
+import ParleyCore
+
 extension ServerConfiguration {
     /// The `http:` and `upload:` sections (ParleyHTTP and its XEP-0363 store).
-    static func readHTTP(_ values: ConfigurationValues, into http: inout HTTPConfiguration) throws(ConfigurationError) {
+    static func readHTTP(
+        _ values: ConfigurationValues, into http: inout HTTPConfiguration, domain serverDomain: String
+    ) throws(ConfigurationError) {
         http.enabled = try values.bool("http.enabled", default: http.enabled)
         http.interfaces = try values.stringList("http.interfaces", default: http.interfaces)
         http.port = try values.port("http.port", default: http.port, zeroMeans: "any free port")
@@ -34,6 +38,10 @@ extension ServerConfiguration {
             throw values.error("upload.allowed", "expected one of local, none, got \"\(upload.allowed)\"")
         }
         upload.directory = values.optionalString("upload.directory")
+        upload.domain = values.optionalString("upload.domain")
+        if let domain = upload.domain, (try? JID(domain)).map({ $0.isDomain && $0.domainpart != serverDomain }) != true {
+            throw values.error("upload.domain", "expected a domain of its own such as upload.\(serverDomain), got \"\(domain)\"")
+        }
         http.upload = upload
     }
 }

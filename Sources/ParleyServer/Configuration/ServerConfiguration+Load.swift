@@ -150,7 +150,7 @@ extension ServerConfiguration {
         config.pep.maxNodesPerAccount = try values.positiveInt(
             "pep.max_nodes_per_account", default: config.pep.maxNodesPerAccount)
         try readDiscovery(values, into: &config)
-        try readHTTP(values, into: &config.http)
+        try readHTTP(values, into: &config.http, domain: config.domain)
         try readMUC(values, into: &config)
         return config
     }
