@@ -114,12 +114,12 @@ extension TestClient {
     /// A round trip to the server (XEP-0199): everything this client sent before was handled
     /// and everything delivered to it before is returned, in order.
     @discardableResult
-    func sync() async throws -> [XMLElement] {
+    func sync(timeout: Duration = defaultTimeout) async throws -> [XMLElement] {
         let id = "sync-\(UInt32.random(in: 0 ... .max))"
         try await send("<iq type='get' id='\(id)' to='localhost'><ping xmlns='urn:xmpp:ping'/></iq>")
         var before: [XMLElement] = []
         while true {
-            let element = try await nextElement()
+            let element = try await nextElement(timeout: timeout)
             if element.name == "iq", element.id == id { return before }
             before.append(element)
         }

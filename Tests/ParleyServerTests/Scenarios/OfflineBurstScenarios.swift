@@ -13,8 +13,9 @@ import Testing
                 burst += "<message to='bob@localhost' type='chat' id='m\(index)'><body>\(index)</body></message>"
             }
             try await alice.send(burst)
-            // Answered only after every message before it was stored (and no stream error came).
-            let before = try await alice.sync()
+            // Answered only after every message before it was stored (and no stream error came):
+            // 300 durable commits, which take longer than one stanza's wait on a loaded machine.
+            let before = try await alice.sync(timeout: .seconds(60))
             #expect(before.isEmpty)
 
             let bob = try await server.login("bob", resource: "back")
