@@ -7,6 +7,8 @@ import ParleyCore
 ///
 /// The `ver` must be right: ejabberd checks it against the answer and ignores features whose
 /// hash does not verify, and then the contact is sent no notifications at all.
+enum BenchCapsError: Error { case unhashable }
+
 struct BenchEntityCaps: Sendable {
     static let capsNamespace = "http://jabber.org/protocol/caps"
     /// The caps node naming this "client" (XEP-0115 §4: a URI for the software).
@@ -24,9 +26,11 @@ struct BenchEntityCaps: Sendable {
         // XEP-0115 §5.1 sorts by i;octet, the bytes, which String's ordering need not be.
         self.features = Set(features).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         let identity = Self.identity
-        var input = "\(identity.category)/\(identity.type)//\(identity.name)<"
-        for feature in self.features { input += feature + "<" }
-        ver = Base64.encode(try HashFunction.sha1.digest(Array(input.utf8)))
+        var query = XMLElement("query", namespace: XMLNamespace.discoInfo)
+        query.append(XMLElement("identity", ["category": identity.category, "type": identity.type, "name": identity.name]))
+        for feature in self.features { query.append(XMLElement("feature", ["var": feature])) }
+        guard let ver = CapabilitiesHash.sha1Ver(of: query) else { throw BenchCapsError.unhashable }
+        self.ver = ver
     }
 
     /// The `<c/>` element for presence.

@@ -20,41 +20,30 @@ public enum EntityCapabilities {
     }
 
     /// The string §5.1 hashes: identities, features, then extended forms (XEP-0128), each
-    /// sorted in octet order and ended by '<'.
+    /// sorted in octet order and ended by '<' (ParleyCore's `CapabilitiesHash`, which the
+    /// server uses too).
     public static func verificationString(identities: [Identity], features: [String], forms: [XMLElement] = []) -> String {
-        var text = ""
-        let sorted = identities.sorted { a, b in
-            if a.category != b.category { return octetOrder(a.category, b.category) }
-            if a.type != b.type { return octetOrder(a.type, b.type) }
-            return octetOrder(a.lang ?? "", b.lang ?? "")
-        }
-        for identity in sorted {
-            text += "\(identity.category)/\(identity.type)/\(identity.lang ?? "")/\(identity.name ?? "")<"
-        }
-        for feature in features.sorted(by: octetOrder) { text += feature + "<" }
-        func formType(_ form: XMLElement) -> String {
-            form.children("field").first { $0[attribute: "var"] == "FORM_TYPE" }?.firstChild("value")?.text ?? ""
-        }
-        for form in forms.sorted(by: { octetOrder(formType($0), formType($1)) }) {
-            text += formType(form) + "<"
-            let fields = form.children("field").filter { $0[attribute: "var"] != "FORM_TYPE" }
-            for field in fields.sorted(by: { octetOrder($0[attribute: "var"] ?? "", $1[attribute: "var"] ?? "") }) {
-                text += (field[attribute: "var"] ?? "") + "<"
-                for value in field.children("value").map(\.text).sorted(by: octetOrder) { text += value + "<" }
-            }
-        }
-        return text
+        CapabilitiesHash.verificationString(of: query(identities: identities, features: features, forms: forms)) ?? ""
     }
 
     /// Base64 of the SHA-1 of the verification string (the `hash='sha-1'` every client reads).
     public static func ver(identities: [Identity], features: [String], forms: [XMLElement] = []) -> String {
-        let text = verificationString(identities: identities, features: features, forms: forms)
-        return Base64.encode((try? HashFunction.sha1.digest(Array(text.utf8))) ?? [])
+        CapabilitiesHash.sha1Ver(of: query(identities: identities, features: features, forms: forms)) ?? ""
     }
 
-    /// XEP-0115 §5.1 compares "in byte order", not by Unicode collation.
-    static func octetOrder(_ a: String, _ b: String) -> Bool {
-        a.utf8.lexicographicallyPrecedes(b.utf8)
+    /// The disco#info `<query/>` these stand for.
+    static func query(identities: [Identity], features: [String], forms: [XMLElement], node: String? = nil) -> XMLElement {
+        var query = XMLElement("query", namespace: XMLNamespace.discoInfo)
+        if let node { query.setAttribute("node", node) }
+        for identity in identities {
+            var element = XMLElement("identity", ["category": identity.category, "type": identity.type])
+            if let lang = identity.lang { element.setAttribute("lang", lang, namespace: XMLNamespace.xml) }
+            if let name = identity.name { element[attribute: "name"] = name }
+            query.append(element)
+        }
+        for feature in features { query.append(XMLElement("feature", ["var": feature])) }
+        for form in forms { query.append(form) }
+        return query
     }
 
     // MARK: This client
@@ -74,15 +63,12 @@ public enum EntityCapabilities {
         ProfileNamespace.notify(ProfileNamespace.avatarMetadata), ProfileNamespace.notify(ProfileNamespace.nick),
     ]
 
-    static let ownVer = ver(identities: [identity], features: features)
+    static let ownVer = CapabilitiesHash.sha1Ver(of: discoInfo(node: nil)) ?? ""
 
-    /// The disco#info answer (XEP-0030), for a query without a node or with our `node#ver`.
+    /// The disco#info answer (XEP-0030), for a query without a node or with our `node#ver`:
+    /// the very element `ownVer` hashes.
     static func discoInfo(node: String?) -> XMLElement {
-        var query = XMLElement("query", namespace: XMLNamespace.discoInfo)
-        if let node { query.setAttribute("node", node) }
-        query.append(XMLElement("identity", ["category": identity.category, "type": identity.type, "name": softwareName]))
-        for feature in features { query.append(XMLElement("feature", ["var": feature])) }
-        return query
+        query(identities: [identity], features: features, forms: [], node: node)
     }
 
     /// The `<c/>` for our presence (§4).
