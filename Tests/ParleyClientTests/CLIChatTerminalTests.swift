@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import ParleyTestSupport
 import Synchronization
 import Testing
 
@@ -135,7 +136,7 @@ final class TerminalSession {
         process.standardOutput = terminal
         process.standardError = terminal
         do {
-            try process.run()
+            try ProcessLaunch.run(process)
         } catch {
             close(slave)
             close(master)

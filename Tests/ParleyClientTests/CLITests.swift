@@ -1,4 +1,5 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 /// The `parley` executable as scripts use it: its output and documented exit codes, against
@@ -111,7 +112,7 @@ struct CLI {
         let status: Int32 = try await withCheckedThrowingContinuation { continuation in
             process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
             do {
-                try process.run()
+                try ProcessLaunch.run(process)
             } catch {
                 continuation.resume(throwing: error)
             }

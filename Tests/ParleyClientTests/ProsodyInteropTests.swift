@@ -289,7 +289,7 @@ final class ProsodyServer: @unchecked Sendable {
                 sigemptyset(&none)
                 pthread_sigmask(SIG_SETMASK, &none, nil)
                 do {
-                    try box.process.run()
+                    try ProcessLaunch.run(box.process)
                     continuation.resume()
                 } catch {
                     continuation.resume(throwing: error)
@@ -316,7 +316,7 @@ final class ProsodyServer: @unchecked Sendable {
         let output = FileHandle(forWritingAtPath: outputPath)
         process.standardOutput = output
         process.standardError = output
-        try process.run()
+        try ProcessLaunch.run(process)
         let deadline = ContinuousClock.now + .seconds(30)
         while process.isRunning, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))

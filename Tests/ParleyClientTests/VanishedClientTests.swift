@@ -1,4 +1,5 @@
 import Foundation
+import ParleyTestSupport
 import ParleyClient
 import ParleyCore
 import Testing
@@ -31,7 +32,7 @@ struct VanishedClientTests {
             chat.standardInput = input
             chat.standardOutput = FileHandle.nullDevice
             chat.standardError = FileHandle.nullDevice
-            try chat.run()
+            try ProcessLaunch.run(chat)
             try await eventually("bob's REPL signs in") { !sessions.sessions(of: bobJID).isEmpty }
             kill(chat.processIdentifier, SIGKILL)
             try await eventually("the dead session is unbound") { sessions.sessions(of: bobJID).isEmpty }

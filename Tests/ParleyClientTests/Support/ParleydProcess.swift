@@ -54,7 +54,7 @@ final class ParleydProcess: @unchecked Sendable {
     func addUser(_ username: String, password: String) throws {
         let command = try command(["adduser", "--config", configPath, username], environment: ["PARLEYD_PASSWORD": password])
         command.standardOutput = FileHandle.nullDevice
-        try command.run()
+        try ProcessLaunch.run(command)
         command.waitUntilExit()
         guard command.terminationStatus == 0 else { throw ProcessFailure(description: "parleyd adduser exited \(command.terminationStatus)") }
     }
@@ -63,7 +63,7 @@ final class ParleydProcess: @unchecked Sendable {
     func start() async throws {
         let process = try command(["run", "--config", configPath])
         process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        try ProcessLaunch.run(process)
         self.process = process
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline {
