@@ -26,4 +26,23 @@ enum MUCStatus: Int, Sendable {
     case nicknameChanged = 303
     /// The occupant was kicked.
     case kicked = 307
+
+    // Registration, voice, configuration changes and removals (MUCRoom+Affiliations,
+    // MUCRoom+ConfigurationChanges, MUCService+Shutdown).
+    /// Told to a user not in the room: its affiliation changed.
+    case affiliationChangedAway = 101
+    /// A configuration change that does not touch privacy.
+    case configurationChanged = 104
+    /// The room now shows real JIDs to everyone.
+    case nowNonAnonymous = 172
+    /// The room now shows real JIDs to moderators only.
+    case nowSemiAnonymous = 173
+    /// The service assigned or changed the occupant's nickname.
+    case nickAssigned = 210
+    /// Removed because an affiliation change took the right to be in the room.
+    case removedByAffiliation = 321
+    /// Removed because the room became members-only.
+    case removedMembersOnly = 322
+    /// Removed because the service is shutting down.
+    case systemShutdown = 332
 }

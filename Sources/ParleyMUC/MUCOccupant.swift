@@ -13,6 +13,8 @@ struct MUCOccupant: Sendable {
     let occupantID: String
     /// The presence the occupant last sent (show, status, caps…): what the others see.
     var presence: XMLElement
+    /// Its groupchat rate limit's state (MUCRateLimiter).
+    var speech = MUCTokenBucket()
 
     /// The real JID shown to those allowed to see it: the session that joined first.
     var realJID: JID { sessions.first ?? account }

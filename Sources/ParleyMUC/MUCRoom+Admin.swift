@@ -62,17 +62,8 @@ extension MUCRoom {
                 if current == .owner, affiliation != .owner, affiliations.values.filter({ $0 == .owner }).count == 1 {
                     throw StanzaError(.conflict, text: "A room keeps at least one owner.")
                 }
-                affiliations[account.bare] = affiliation == .none ? nil : affiliation
                 outcome.affiliationsChanged = true
-                for occupant in occupants.values where occupant.account == account.bare {
-                    if affiliation == .outcast {
-                        outcome.removedSessions += remove(occupant, status: .banned, actor: actorNick, reason: reason, out: &out)
-                    } else {
-                        let role: MUCRole = affiliation == .owner || affiliation == .admin ? .moderator : .participant
-                        update(occupant.nick) { $0.role = role }
-                        announce(occupant.nick, out: &out)
-                    }
-                }
+                outcome.removedSessions += setAffiliation(affiliation, of: account, actor: actorNick, reason: reason, out: &out)
             } else {
                 throw StanzaError(.badRequest, text: "An <item/> changes a 'role' or an 'affiliation'.")
             }

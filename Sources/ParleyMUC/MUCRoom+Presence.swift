@@ -5,7 +5,8 @@ extension MUCRoom {
     /// Available presence from `session` to `room/nick`: an entry, a presence update or a
     /// nickname change. Throws the error the sender gets instead.
     mutating func available(
-        _ stanza: XMLElement, from session: JID, nick: String, created: Bool, maxOccupants: Int, out: inout [XMLElement]
+        _ stanza: XMLElement, from session: JID, nick: String, created: Bool, maxOccupants: Int, assignedNick: Bool = false,
+        out: inout [XMLElement]
     ) throws(StanzaError) {
         if let current = self.nick(of: session) {
             if current == nick { return update(stanza, of: current, out: &out) }
@@ -23,7 +24,7 @@ extension MUCRoom {
             }
             addSession(session, to: nick)
             sendOccupants(to: session, except: nick, out: &out)
-            out.append(presence(of: occupant(nick) ?? existing, to: session, statuses: selfStatuses(created: false)))
+            out.append(presence(of: occupant(nick) ?? existing, to: session, statuses: selfStatuses(created: false, assignedNick: assignedNick)))
             out.append(contentsOf: historyMessages(to: session, request: Self.historyRequest(stanza)))
             out.append(subjectMessage(to: session))
             return
@@ -34,13 +35,13 @@ extension MUCRoom {
         }
         let occupant = MUCOccupant(
             nick: nick, account: session.bare, sessions: [session],
-            role: affiliation == .owner || affiliation == .admin ? .moderator : .participant,
+            role: defaultRole(for: affiliation),
             occupantID: occupantID(for: session), presence: stanza)
         sendOccupants(to: session, except: nil, out: &out)
         let others = allSessions
         add(occupant)
         for other in others { out.append(presence(of: occupant, to: other)) }
-        out.append(presence(of: occupant, to: session, statuses: selfStatuses(created: created)))
+        out.append(presence(of: occupant, to: session, statuses: selfStatuses(created: created, assignedNick: assignedNick)))
         out.append(contentsOf: historyMessages(to: session, request: Self.historyRequest(stanza)))
         out.append(subjectMessage(to: session))
     }
@@ -119,10 +120,11 @@ extension MUCRoom {
         stanza.firstChild("x", namespace: MUCNamespace.muc)?.firstChild("history", namespace: MUCNamespace.muc)
     }
 
-    private func selfStatuses(created: Bool) -> [MUCStatus] {
+    private func selfStatuses(created: Bool, assignedNick: Bool = false) -> [MUCStatus] {
         var statuses: [MUCStatus] = [.selfPresence]
         if configuration.whois == .anyone { statuses.append(.nonAnonymous) }
         if created { statuses.append(.created) }
+        if assignedNick { statuses.append(.nickAssigned) }
         return statuses
     }
 

@@ -10,6 +10,8 @@ struct MUCRoom: Sendable {
     /// instant room: the default form submitted); others cannot enter until then (§10.1.1).
     var locked: Bool
     var affiliations: [JID: MUCAffiliation] = [:]
+    /// Nicknames reserved by registration (§7.10), by account.
+    var reservedNicks: [JID: String] = [:]
     private(set) var occupants: [String: MUCOccupant] = [:]
     /// Which nickname each session in the room is under.
     private(set) var nickBySession: [JID: String] = [:]

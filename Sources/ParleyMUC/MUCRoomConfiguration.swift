@@ -21,6 +21,9 @@ struct MUCRoomConfiguration: Sendable, Hashable {
     var membersOnly = false
     /// Entering takes this password (§7.2.5: `not-authorized` without it); nil: none.
     var password: String?
+    /// Only participants and above speak; newcomers without affiliation are visitors and
+    /// ask for voice (§7.13, §8.6).
+    var moderated = false
 
     static let formType = "http://jabber.org/protocol/muc#roomconfig"
 
@@ -37,6 +40,7 @@ struct MUCRoomConfiguration: Sendable, Hashable {
             Self.field(
                 "muc#roomconfig_changesubject", type: "boolean", label: "Participants may change the subject",
                 occupantsMayChangeSubject ? "1" : "0"))
+        form.append(Self.field("muc#roomconfig_moderatedroom", type: "boolean", label: "Moderated", moderated ? "1" : "0"))
         form.append(Self.field("muc#roomconfig_membersonly", type: "boolean", label: "Members only", membersOnly ? "1" : "0"))
         form.append(
             Self.field(
@@ -68,6 +72,7 @@ struct MUCRoomConfiguration: Sendable, Hashable {
             case "muc#roomconfig_persistentroom": changed.persistent = try Self.boolean(value, field: "persistentroom")
             case "muc#roomconfig_publicroom": changed.isPublic = try Self.boolean(value, field: "publicroom")
             case "muc#roomconfig_changesubject": changed.occupantsMayChangeSubject = try Self.boolean(value, field: "changesubject")
+            case "muc#roomconfig_moderatedroom": changed.moderated = try Self.boolean(value, field: "moderatedroom")
             case "muc#roomconfig_membersonly": changed.membersOnly = try Self.boolean(value, field: "membersonly")
             case "muc#roomconfig_passwordprotectedroom": passwordProtected = try Self.boolean(value, field: "passwordprotectedroom")
             case "muc#roomconfig_roomsecret": secret = value

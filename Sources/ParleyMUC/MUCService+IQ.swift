@@ -69,6 +69,7 @@ extension MUCService {
             guard !room.locked || room.nick(of: sender) != nil else {
                 return refuse(stanza, StanzaError(.itemNotFound, text: "There is no room \(key)@\(domain)."), out: &out)
             }
+            if payload[attribute: "node"] == "x-roomuser-item" { return out.append(stanza.iqResult(room.reservedNickInfo(for: sender))) }
             out.append(stanza.iqResult(Self.info(of: room)))
         case ("get", "query", XMLNamespace.discoItems?):
             out.append(stanza.iqResult(XMLElement("query", namespace: XMLNamespace.discoItems)))
@@ -93,6 +94,8 @@ extension MUCService {
             } catch {
                 refuse(stanza, error, out: &out)
             }
+        case (_, "query", MUCRoom.registerNamespace?):
+            register(stanza, payload, from: sender, room: key, state: &state, out: &out)
         case (_, "query", MUCNamespace.owner?):
             guard room.affiliation(of: sender) == .owner else {
                 return refuse(stanza, StanzaError(.forbidden, text: "Only the room's owners may configure it."), out: &out)
@@ -125,10 +128,16 @@ extension MUCService {
             } catch {
                 return refuse(stanza, error, out: &out)
             }
+            let wasLocked = room.locked
             room.locked = false
+            out.append(stanza.iqResult())
+            if !wasLocked {
+                for session in room.configurationChanged(from: state.rooms[key]?.configuration ?? room.configuration, out: &out) {
+                    state.roomsBySession[session]?.remove(key)
+                }
+            }
             state.rooms[key] = room
             persist(key, wasPersistent: wasPersistent, state: &state)
-            out.append(stanza.iqResult())
         case "cancel":
             out.append(stanza.iqResult())
             if room.locked { destroy(key, reason: nil, state: &state, out: &out) }
@@ -175,7 +184,8 @@ extension MUCService {
         query.append(XMLElement("identity", ["category": "conference", "type": "text", "name": name]))
         let configuration = room.configuration
         var features = [
-            MUCNamespace.muc, MUCNamespace.occupantID, XMLNamespace.discoInfo, "muc_unmoderated",
+            MUCNamespace.muc, MUCNamespace.occupantID, XMLNamespace.discoInfo, MUCRoom.registerNamespace, MUCRoom.requestFormType,
+            configuration.moderated ? "muc_moderated" : "muc_unmoderated",
             configuration.membersOnly ? "muc_membersonly" : "muc_open",
             configuration.password != nil ? "muc_passwordprotected" : "muc_unsecured",
             configuration.persistent ? "muc_persistent" : "muc_temporary", configuration.isPublic ? "muc_public" : "muc_hidden",

@@ -72,11 +72,13 @@ extension MUCRoom {
         for item in stored.affiliations {
             guard let account = try? JID(item.jid), let affiliation = MUCAffiliation(rawValue: item.affiliation) else { continue }
             affiliations[account.bare] = affiliation
+            if let nick = item.nick { reservedNicks[account.bare] = nick }
         }
+        configuration.moderated = stored.moderated
     }
 
     func stored(service: String, serverDomain: String) -> StoredMUCRoom {
-        StoredMUCRoom(
+        var room = StoredMUCRoom(
             service: service, name: jid.localpart ?? "", title: configuration.name, description: configuration.description,
             isPublic: configuration.isPublic, whois: configuration.whois.rawValue,
             occupantsMayChangeSubject: configuration.occupantsMayChangeSubject, membersOnly: configuration.membersOnly,
@@ -85,7 +87,9 @@ extension MUCRoom {
             affiliations: affiliations.sorted { $0.key < $1.key }.map { account, affiliation in
                 StoredMUCRoom.Affiliation(
                     jid: account.description, username: account.domainpart == serverDomain ? account.localpart : nil,
-                    affiliation: affiliation.rawValue)
+                    affiliation: affiliation.rawValue, nick: reservedNicks[account])
             })
+        room.moderated = configuration.moderated
+        return room
     }
 }

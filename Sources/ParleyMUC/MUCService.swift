@@ -28,6 +28,10 @@ public final class MUCService: HostedService {
         /// The largest message an occupant may send to the room, in bytes of XML: each is
         /// copied to every occupant, so the room's limit is far below the stream's.
         public var maxMessageBytes = 16_384
+        /// Nicknames' rules and who may register with rooms (XEP-0045 §7.10).
+        public var nicknames = MUCNicknamePolicy()
+        /// Each occupant's groupchat rate; over it a message is refused (`policy-violation`).
+        public var rateLimit = MUCRateLimit()
 
         public init(domain: String, serverDomain: String, creators: Set<JID>? = nil) {
             self.domain = domain
@@ -105,9 +109,8 @@ public final class MUCService: HostedService {
             guard let nick else {
                 return refuse(stanza, StanzaError(.jidMalformed, text: "Enter a room as room@\(domain)/nickname."), out: &out)
             }
-            guard nick.utf8.count <= 128 else {
-                return refuse(stanza, StanzaError(.notAcceptable, text: "A nickname is at most 128 bytes."), out: &out)
-            }
+            let rewritten: Bool
+            do throws(StanzaError) { rewritten = try checkNickname(nick, in: stanza) } catch { return refuse(stanza, error, out: &out) }
             var created = false
             if state.rooms[key] == nil {
                 guard mayCreateRooms(sender) else {
@@ -136,8 +139,10 @@ public final class MUCService: HostedService {
                 }
             }
             do {
+                let resolved = try state.rooms[key]?.resolve(nick, for: sender, enforce: settings.nicknames.enforceRegistered)
                 try state.rooms[key]?.available(
-                    stanza, from: sender, nick: nick, created: created, maxOccupants: settings.maxOccupantsPerRoom, out: &out)
+                    stanza, from: sender, nick: resolved?.nick ?? nick, created: created, maxOccupants: settings.maxOccupantsPerRoom,
+                    assignedNick: rewritten || resolved?.assigned == true, out: &out)
                 state.roomsBySession[sender, default: []].insert(key)
             } catch {
                 refuse(stanza, error, out: &out)
@@ -195,6 +200,7 @@ public final class MUCService: HostedService {
             }
             switch (nick, type) {
             case (nil, "groupchat"):
+                try state.rooms[key]?.charge(sender, settings.rateLimit)
                 try state.rooms[key]?.groupchat(stanza, from: sender, out: &out)
                 if stanza.firstChild("subject") != nil, state.rooms[key]?.configuration.persistent == true {
                     persist(key, wasPersistent: true, state: &state)
@@ -202,6 +208,9 @@ public final class MUCService: HostedService {
             case (nil, _):
                 if let x = stanza.firstChild("x", namespace: MUCNamespace.user) {
                     try state.rooms[key]?.relayInvitations(x, from: sender, out: &out)
+                } else if let form = stanza.firstChild("x", namespace: XMLNamespace.dataForms) {
+                    try state.rooms[key]?.charge(sender, settings.rateLimit)
+                    try state.rooms[key]?.voiceRequest(form, from: sender, out: &out)
                 } else {
                     throw StanzaError(.notAcceptable, text: "Messages to the room are of type groupchat.")
                 }

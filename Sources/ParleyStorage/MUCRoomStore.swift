@@ -9,11 +9,14 @@ public struct StoredMUCRoom: Sendable, Hashable {
         public var username: String?
         /// owner, admin, member or outcast.
         public var affiliation: String
+        /// The nickname reserved by registering with the room (XEP-0045 §7.10).
+        public var nick: String?
 
-        public init(jid: String, username: String?, affiliation: String) {
+        public init(jid: String, username: String?, affiliation: String, nick: String? = nil) {
             self.jid = jid
             self.username = username
             self.affiliation = affiliation
+            self.nick = nick
         }
     }
 
@@ -35,6 +38,8 @@ public struct StoredMUCRoom: Sendable, Hashable {
     /// Keys the room's XEP-0421 occupant ids, so they survive a restart.
     public var occupantIDKey: [UInt8]
     public var affiliations: [Affiliation]
+    /// Only participants and above speak (muc#roomconfig_moderatedroom).
+    public var moderated = false
 
     public init(
         service: String, name: String, title: String, description: String, isPublic: Bool, whois: String,

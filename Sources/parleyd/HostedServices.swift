@@ -32,5 +32,10 @@ extension MUCService.Settings {
         maxOccupantsPerRoom = configuration.muc.maxOccupantsPerRoom
         maxRoomsPerAccount = configuration.muc.maxRoomsPerAccount
         maxMessageBytes = configuration.muc.maxMessageBytes
+        nicknames.maxBytes = configuration.muc.maxNickBytes
+        nicknames.registration = configuration.muc.registration == .open ? .open : .affiliated
+        nicknames.enforceRegistered = configuration.muc.enforceRegisteredNickname
+        rateLimit = MUCRateLimit(
+            messagesPerSecond: Double(configuration.muc.messagesPerMinute) / 60, burst: configuration.muc.messageBurst)
     }
 }

@@ -54,3 +54,87 @@ def test_room_created_entered_and_used(parleyd):
             assert gone["from"] == JID(f"{room}/Bob") and gone["type"] == "unavailable", gone
 
     run(scenario())
+
+
+REGISTER_FORM = "http://jabber.org/protocol/muc#register"
+
+
+def test_registration_with_a_room_reserves_the_nickname(parleyd):
+    """XEP-0045 §7.10 through slixmpp's XEP-0077 plugin: the muc#register form, a submitted
+    nickname making a member, and the nickname then refused to someone else (§7.12)."""
+    alice, bob, carol = (parleyd.account(name) for name in ("alice", "bob", "carol"))
+    room = JID(f"club@conference.{parleyd.domain}")
+    plugins = MUC_PLUGINS + ("xep_0077",)
+
+    async def scenario():
+        async with session(parleyd, alice, plugins=plugins) as a, \
+                session(parleyd, bob, plugins=plugins) as b, \
+                session(parleyd, carol, plugins=plugins) as c:
+            await a.plugin["xep_0045"].join_muc_wait(room, "Alice", timeout=TIMEOUT)
+            form = await a.plugin["xep_0045"].get_room_config(room, timeout=TIMEOUT)
+            await a.plugin["xep_0045"].set_room_config(room, form, timeout=TIMEOUT)
+
+            asked = await b.plugin["xep_0077"].get_registration(jid=room, timeout=TIMEOUT)
+            fields = asked["register"]["form"]["fields"]
+            assert fields["FORM_TYPE"]["value"] == REGISTER_FORM, asked
+            assert fields["muc#register_roomnick"]["required"], asked
+
+            submit = b.make_iq_set(ito=room)
+            submitted = submit["register"]["form"]
+            submitted["type"] = "submit"
+            submitted.add_field(var="FORM_TYPE", ftype="hidden", value=REGISTER_FORM)
+            submitted.add_field(var="muc#register_roomnick", value="Bobby")
+            await submit.send(timeout=TIMEOUT)
+
+            again = await b.plugin["xep_0077"].get_registration(jid=room, timeout=TIMEOUT)
+            assert again["register"]["registered"] and again["register"]["username"] == "Bobby", again
+            members = await a.plugin["xep_0045"].get_affiliation_list(room, "member", timeout=TIMEOUT)
+            assert [JID(j).bare for j in members] == [bob.jid], members
+
+            nick = await c.plugin["xep_0030"].get_info(jid=room, node="x-roomuser-item", timeout=TIMEOUT)
+            assert not nick["disco_info"]["identities"], nick
+            try:
+                await c.plugin["xep_0045"].join_muc_wait(room, "Bobby", timeout=TIMEOUT)
+            except Exception as error:  # slixmpp raises PresenceError for the refusal
+                assert "conflict" in str(getattr(error, "condition", error)), error
+            else:
+                raise AssertionError("Carol entered under Bob's reserved nickname")
+
+    run(scenario())
+
+
+def test_voice_request_in_a_moderated_room(parleyd):
+    """XEP-0045 §7.13 with slixmpp's request_voice: the moderator gets the muc#request form,
+    submits it with muc#request_allow, and the visitor becomes a participant."""
+    alice, bob = parleyd.account("alice"), parleyd.account("bob")
+    room = JID(f"stage@conference.{parleyd.domain}")
+
+    async def scenario():
+        async with session(parleyd, alice, plugins=MUC_PLUGINS) as a, \
+                session(parleyd, bob, plugins=MUC_PLUGINS) as b:
+            await a.plugin["xep_0045"].join_muc_wait(room, "Alice", timeout=TIMEOUT)
+            form = await a.plugin["xep_0045"].get_room_config(room, timeout=TIMEOUT)
+            form.set_values({"muc#roomconfig_moderatedroom": True})
+            await a.plugin["xep_0045"].set_room_config(room, form, timeout=TIMEOUT)
+
+            own, _subject, _occupants, _history = await b.plugin["xep_0045"].join_muc_wait(room, "Bob", timeout=TIMEOUT)
+            assert own["muc"]["role"] == "visitor", own
+
+            requests = event_queue(a, "message_xform")
+            b.plugin["xep_0045"].request_voice(room, "participant")
+            request = await next_event(requests, a, "the voice request")
+            values = request["form"].get_values()
+            assert values["muc#roomnick"] == "Bob" and request["from"] == room, request
+
+            changes = event_queue(b, f"muc::{room}::presence")
+            answer = a.make_message(mto=room)
+            approval = answer["form"]
+            approval["type"] = "submit"
+            approval.add_field(var="FORM_TYPE", ftype="hidden", value="http://jabber.org/protocol/muc#request")
+            approval.add_field(var="muc#roomnick", value="Bob")
+            approval.add_field(var="muc#request_allow", ftype="boolean", value=True)
+            answer.send()
+            changed = await next_event(changes, b, "Bob's new role")
+            assert changed["muc"]["role"] == "participant" and changed["muc"]["nick"] == "Bob", changed
+
+    run(scenario())

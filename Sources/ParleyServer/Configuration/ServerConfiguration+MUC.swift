@@ -25,6 +25,23 @@ extension ServerConfiguration {
         public var maxRoomsPerAccount = 100
         /// The largest message sent to a room or an occupant, in bytes of XML.
         public var maxMessageBytes = 16_384
+        /// The longest nickname in bytes (jid-malformed beyond).
+        public var maxNickBytes = 128
+        /// Who may register with a room (XEP-0045 §7.10) and so reserve a nickname.
+        public var registration = Registration.open
+        /// Registered users always enter under their reserved nickname (Prosody's option).
+        public var enforceRegisteredNickname = false
+        /// Each occupant's groupchat rate in the long run, and the burst allowed at once.
+        public var messagesPerMinute = 120
+        public var messageBurst = 10
+
+        public enum Registration: String, Sendable, Hashable, CaseIterable {
+            /// Anyone not banned may register with an open room and becomes a member.
+            case open
+            /// Only members, admins and owners may (to reserve a nickname).
+            case affiliated
+        }
+
         public init() {}
     }
 
@@ -42,6 +59,13 @@ extension ServerConfiguration {
         config.muc.maxOccupantsPerRoom = try values.positiveInt("muc.max_occupants_per_room", default: config.muc.maxOccupantsPerRoom)
         config.muc.maxRoomsPerAccount = try values.positiveInt("muc.max_rooms_per_account", default: config.muc.maxRoomsPerAccount)
         config.muc.maxMessageBytes = try values.positiveInt("muc.max_message_bytes", default: config.muc.maxMessageBytes)
+        config.muc.maxNickBytes = try values.int(
+            "muc.max_nick_bytes", default: config.muc.maxNickBytes, in: 1...1023, expected: "a length in bytes from 1 to 1023")
+        config.muc.registration = try values.choice("muc.registration", default: config.muc.registration)
+        config.muc.enforceRegisteredNickname = try values.bool(
+            "muc.enforce_registered_nickname", default: config.muc.enforceRegisteredNickname)
+        config.muc.messagesPerMinute = try values.positiveInt("muc.messages_per_minute", default: config.muc.messagesPerMinute)
+        config.muc.messageBurst = try values.positiveInt("muc.message_burst", default: config.muc.messageBurst)
         for admin in config.muc.admins {
             guard let jid = try? JID(admin), jid.localpart != nil, !jid.isFull else {
                 throw ConfigurationError(key: "muc.admins", reason: "expected bare JIDs such as admin@example.org, got \"\(admin)\"")

@@ -22,11 +22,15 @@ public protocol HostedService: AnyObject, Sendable {
     /// A local session ended, for whatever reason (logout, kick, dropped connection,
     /// replacement): what the service kept for that full JID is stale now.
     func sessionEnded(_ session: JID)
+    /// The server is stopping and its sessions are still there: the last chance to tell them
+    /// something (a room says its occupants are out, status 332).
+    func serverStopping()
     /// The server is stopping, its sessions are gone: finish writing what must survive.
     func shutdown() async
 }
 
 extension HostedService {
+    public func serverStopping() {}
     public func shutdown() async {}
 }
 

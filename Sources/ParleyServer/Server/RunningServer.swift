@@ -234,6 +234,7 @@ public final class RunningServer: Sendable {
         guard first else { return await waitUntilStopped() }
         logger.info("shutting down", metadata: ["connections": "\(tracker.open.count)"])
         for listener in listeners { try? await listener.close() }
+        for service in context.router.hosted.all { service.serverStopping() }
         for channel in tracker.open {
             channel.pipeline.fireUserInboundEventTriggered(ServerShutdownEvent())
         }

@@ -17,6 +17,7 @@ enum SQLiteMigrations {
         migrator.registerMigration("v8_account_identity", migrate: v8AccountIdentity)
         migrator.registerMigration("v10_muc", migrate: v10MUC)
         migrator.registerMigration("v11_uploads", migrate: v11Uploads)
+        migrator.registerMigration("v14_muc_registration", migrate: v14MUCRegistration)
         return migrator
     }
 
@@ -289,6 +290,18 @@ enum SQLiteMigrations {
                 ) WITHOUT ROWID;
                 CREATE INDEX uploads_account ON uploads(account_id, created_at);
                 CREATE INDEX uploads_created ON uploads(created_at);
+                """)
+    }
+
+    /// XEP-0045 §7.10: the nickname a user reserved by registering with a room, kept with
+    /// its affiliation (so it goes with the account, and with the room), one holder per
+    /// nickname; and whether a room is moderated.
+    private static func v14MUCRegistration(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                ALTER TABLE muc_affiliations ADD COLUMN nick TEXT;
+                CREATE UNIQUE INDEX muc_affiliations_nick ON muc_affiliations(service, room, nick) WHERE nick IS NOT NULL;
+                ALTER TABLE muc_rooms ADD COLUMN moderated INTEGER NOT NULL DEFAULT 0;
                 """)
     }
 }

@@ -8,15 +8,17 @@ extension SQLiteStorage: MUCRoomStore {
             return try rows.map { row in
                 let name: String = row["name"]
                 let affiliations = try Row.fetchAll(
-                    db, sql: "SELECT jid, affiliation FROM muc_affiliations WHERE service = ? AND room = ? ORDER BY jid",
+                    db, sql: "SELECT jid, affiliation, nick FROM muc_affiliations WHERE service = ? AND room = ? ORDER BY jid",
                     arguments: [service, name]
-                ).map { StoredMUCRoom.Affiliation(jid: $0["jid"], username: nil, affiliation: $0["affiliation"]) }
+                ).map { StoredMUCRoom.Affiliation(jid: $0["jid"], username: nil, affiliation: $0["affiliation"], nick: $0["nick"]) }
                 let key: Data = row["occupant_id_key"]
-                return StoredMUCRoom(
+                var room = StoredMUCRoom(
                     service: service, name: name, title: row["title"], description: row["description"], isPublic: row["is_public"],
                     whois: row["whois"], occupantsMayChangeSubject: row["occupants_change_subject"],
                     membersOnly: row["members_only"], password: row["password"], subject: row["subject"],
                     subjectFrom: row["subject_from"], occupantIDKey: Array(key), affiliations: affiliations)
+                room.moderated = row["moderated"]
+                return room
             }
         }
     }
@@ -38,6 +40,8 @@ extension SQLiteStorage: MUCRoomStore {
                     room.service, room.name, room.title, room.description, room.isPublic, room.whois, room.occupantsMayChangeSubject,
                     room.membersOnly, room.password, room.subject, room.subjectFrom, Data(room.occupantIDKey),
                 ])
+            try db.execute(
+                sql: "UPDATE muc_rooms SET moderated = ? WHERE service = ? AND name = ?", arguments: [room.moderated, room.service, room.name])
             try db.execute(sql: "DELETE FROM muc_affiliations WHERE service = ? AND room = ?", arguments: [room.service, room.name])
             for affiliation in room.affiliations {
                 var accountID: Int64? = nil
@@ -46,8 +50,8 @@ extension SQLiteStorage: MUCRoomStore {
                     accountID = id
                 }
                 try db.execute(
-                    sql: "INSERT INTO muc_affiliations (service, room, jid, account_id, affiliation) VALUES (?, ?, ?, ?, ?)",
-                    arguments: [room.service, room.name, affiliation.jid, accountID, affiliation.affiliation])
+                    sql: "INSERT INTO muc_affiliations (service, room, jid, account_id, affiliation, nick) VALUES (?, ?, ?, ?, ?, ?)",
+                    arguments: [room.service, room.name, affiliation.jid, accountID, affiliation.affiliation, affiliation.nick])
             }
         }
     }

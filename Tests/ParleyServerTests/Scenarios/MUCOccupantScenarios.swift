@@ -357,14 +357,20 @@ import Testing
             let features = info.firstChild("query", namespace: XMLNamespace.discoInfo)?.children("feature").compactMap { $0[attribute: "var"] } ?? []
             #expect(features.contains("muc_passwordprotected") && features.contains("muc_open"), "\(features)")
 
-            // Members only: Bob, already in, stays; Carol is turned away until made a member.
+            // Members only: Bob, in but no member, is removed (322); Carol is turned away
+            // until made a member.
             try await Self.configure(
                 alice, "<field var='muc#roomconfig_passwordprotectedroom'><value>0</value></field><field var='muc#roomconfig_membersonly'><value>1</value></field>")
+            try await bob.expectRoomPresence("team", "Bob", type: "unavailable", codes: [110, 322])
+            try await alice.expectRoomPresence("team", "Bob", type: "unavailable", codes: [322])
+            try await alice.expectRoomStatus([104])
             let carol = try await server.im("carol")
             try await carol.send("<presence to='\(MUCScenarios.room)/Carol'><x xmlns='\(MUC.muc)'/></presence>")
             #expect(try await carol.expect("presence").stanzaErrorCondition == .registrationRequired)
-            let member = try await MUCModerationScenarios.admin(alice, "<item jid='carol@localhost' affiliation='member'/>", id: "m")
-            #expect(member.type == "result", "\(member.xmlString())")
+            try await alice.sendAdmin("<item jid='carol@localhost' affiliation='member'/>", id: "m")
+            #expect(try await alice.expect("message").mucItem?[attribute: "jid"] == "carol@localhost", "the owner sees the new member")
+            try await alice.expectResult("m")
+            #expect(try await carol.expect("message").statusCodes == [101], "told of the membership while away")
             #expect(try await carol.enter("team", nick: "Carol").own.mucItem?[attribute: "affiliation"] == "member")
         }
     }
@@ -377,6 +383,7 @@ import Testing
         try await MUC.with { server in
             let (alice, bob, carol) = try await MUCScenarios.threeInTheRoom(server)
             try await MUCAccessScenarios.configure(alice, "<field var='muc#roomconfig_persistentroom'><value>1</value></field>")
+            for client in [alice, bob, carol] { try await client.expectRoomStatus([104]) }
             let notOwner = try await bob.query(
                 "<iq type='set' id='d0' to='\(MUCScenarios.room)'><query xmlns='\(MUC.owner)'><destroy/></query></iq>", id: "d0")
             #expect(notOwner.stanzaErrorCondition == .forbidden)
