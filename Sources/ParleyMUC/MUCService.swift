@@ -228,7 +228,14 @@ public final class MUCService: HostedService {
 
     /// The error reply to `stanza`, from the address it was sent to.
     func refuse(_ stanza: XMLElement, _ error: StanzaError, out: inout [XMLElement]) {
-        if let reply = stanza.errorReply(error) { out.append(reply) }
+        guard var reply = stanza.errorReply(error) else { return }
+        // XEP-0045 §7.2: a refused entry carries the MUC <x/> back, as Prosody sends it; that
+        // is how clients (slixmpp's join) tell it from other presence errors.
+        if stanza.name == "presence", stanza.firstChild("x", namespace: MUCNamespace.muc) != nil {
+            // Before the <error/>, which RFC 6120's schema puts last.
+            reply.children.insert(.element(XMLElement("x", namespace: MUCNamespace.muc)), at: max(0, reply.children.count - 1))
+        }
+        out.append(reply)
     }
 
     /// Runs `change` under the lock, then sends what it queued unless another thread is

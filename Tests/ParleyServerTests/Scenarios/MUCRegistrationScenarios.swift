@@ -52,6 +52,7 @@ import Testing
             try await carol.send("<presence to='\(Self.room)/Bobby'><x xmlns='\(MUC.muc)'/></presence>")
             let taken = try await carol.expect("presence")
             #expect(taken.type == "error" && taken.stanzaErrorCondition == .conflict && taken.from == "\(Self.room)/Bobby", "\(taken.xmlString())")
+            #expect(taken.firstChild("x", namespace: MUC.muc) != nil, "a refused entry carries the MUC <x/> back")
             let clash = try await carol.query(MUCRoles.registration("Bobby", id: "r4"), id: "r4")
             #expect(clash.stanzaErrorCondition == .conflict, "\(clash.xmlString())")
             try await alice.expectNothingPending()
