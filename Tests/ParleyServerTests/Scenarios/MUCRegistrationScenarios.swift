@@ -170,4 +170,30 @@ import Testing
             #expect(plain.own.statusCodes == [110])
         }
     }
+
+    @Test func aReservationAndModerationSurviveARestartOfAPersistentRoom() async throws {
+        try await MUC.with { server in
+            let alice = try await server.im("alice")
+            let bob = try await server.im("bob")
+            try await MUCRoles.createRoom(
+                alice, nick: "Alice",
+                fields: "<field var='muc#roomconfig_persistentroom'><value>1</value></field><field var='muc#roomconfig_moderatedroom'><value>1</value></field>")
+            #expect(try await bob.query(MUCRoles.registration("Bobby", id: "r"), id: "r").type == "result")
+            await alice.close()
+            await bob.close()
+
+            try await server.restart()
+            let carol = try await server.im("carol")
+            try await carol.send("<presence to='\(Self.room)/Bobby'><x xmlns='\(MUC.muc)'/></presence>")
+            #expect(try await carol.expect("presence").stanzaErrorCondition == .conflict, "the reservation was kept")
+            let entered = try await carol.enter("team", nick: "Carol")
+            #expect(entered.own.mucItem?[attribute: "role"] == "visitor", "still moderated: \(entered.own.xmlString())")
+            let back = try await server.im("bob")
+            let bobIn = try await back.enter("team", nick: "Bobby")
+            #expect(bobIn.own.mucItem?[attribute: "affiliation"] == "member" && bobIn.own.mucItem?[attribute: "role"] == "participant")
+            let nick = try await back.query(
+                "<iq type='get' id='n' to='\(Self.room)'><query xmlns='\(XMLNamespace.discoInfo)' node='x-roomuser-item'/></iq>", id: "n")
+            #expect(nick.firstChild("query", namespace: XMLNamespace.discoInfo)?.firstChild("identity")?[attribute: "name"] == "Bobby")
+        }
+    }
 }
