@@ -102,4 +102,21 @@ import Testing
             for client in [alice, bob] { try await client.expectNothingPending() }
         }
     }
+
+    /// §7.10 for someone in the room: registering makes a visitor a member, and a member
+    /// of a moderated room has voice; everyone sees the new affiliation and role.
+    @Test func aVisitorWhoRegistersBecomesAMemberWithVoice() async throws {
+        try await MUC.with { server in
+            let (alice, bob, carol) = try await Self.moderatedRoom(server)
+            #expect(try await carol.query(MUCRoles.registration("Carol", id: "r"), id: "r").type == "result")
+            let own = try await carol.expectRoomPresence("team", "Carol", codes: [110])
+            #expect(own.mucItem?[attribute: "affiliation"] == "member" && own.mucItem?[attribute: "role"] == "participant", "\(own.xmlString())")
+            for client in [alice, bob] {
+                let seen = try await client.expectRoomPresence("team", "Carol")
+                #expect(seen.mucItem?[attribute: "affiliation"] == "member" && seen.mucItem?[attribute: "role"] == "participant")
+            }
+            try await carol.send("<message to='\(Self.room)' type='groupchat' id='g'><body>hello</body></message>")
+            for client in [alice, bob, carol] { try await client.expectMessage(id: "g") }
+        }
+    }
 }
