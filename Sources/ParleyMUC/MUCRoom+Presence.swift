@@ -10,7 +10,7 @@ extension MUCRoom {
     ) throws(StanzaError) {
         if let current = self.nick(of: session) {
             if current == nick { return update(stanza, of: current, out: &out) }
-            return try changeNick(from: current, to: nick, session: session, stanza: stanza, out: &out)
+            return try changeNick(from: current, to: nick, session: session, stanza: stanza, assigned: assignedNick, out: &out)
         }
         let affiliation = affiliation(of: session)
         if locked, affiliation != .owner {
@@ -73,7 +73,7 @@ extension MUCRoom {
     /// §7.6: unavailable from the old nickname with 303 and the new one, then available from
     /// the new nickname, to everyone; the occupant's own sessions get 110 on both.
     private mutating func changeNick(
-        from current: String, to nick: String, session: JID, stanza: XMLElement, out: inout [XMLElement]
+        from current: String, to nick: String, session: JID, stanza: XMLElement, assigned: Bool = false, out: inout [XMLElement]
     ) throws(StanzaError) {
         guard occupant(nick) == nil else { throw StanzaError(.conflict, text: "The nickname '\(nick)' is in use in this room.") }
         guard let old = occupant(current) else { return }
@@ -88,7 +88,8 @@ extension MUCRoom {
         self.update(nick) { $0.presence = stanza }
         guard let renamed = occupant(nick) else { return }
         for recipient in allSessions {
-            out.append(presence(of: renamed, to: recipient, statuses: renamed.sessions.contains(recipient) ? [.selfPresence] : []))
+            let own: [MUCStatus] = assigned ? [.selfPresence, .nickAssigned] : [.selfPresence]
+            out.append(presence(of: renamed, to: recipient, statuses: renamed.sessions.contains(recipient) ? own : []))
         }
     }
 

@@ -168,6 +168,18 @@ import Testing
             try await alice.expectRoomPresence("team", "Ren\u{E9}")
             let plain = try await carol.enter("team", nick: "Carol")
             #expect(plain.own.statusCodes == [110])
+            try await alice.expectRoomPresence("team", "Carol")
+            try await bob.expectRoomPresence("team", "Carol")
+
+            // A nickname change the preparation altered says 210 too (as Prosody).
+            try await carol.send("<presence to='\(Self.room)/Zoe\u{308}'/>")
+            try await carol.expectRoomPresence("team", "Carol", type: "unavailable", codes: [110, 303])
+            let renamed = try await carol.expect("presence")
+            #expect(renamed.statusCodes == [110, 210] && renamed.from.map { Array($0.utf8) } == Array("\(Self.room)/Zo\u{EB}".utf8), "\(renamed.xmlString())")
+            for client in [alice, bob] {
+                try await client.expectRoomPresence("team", "Carol", type: "unavailable", codes: [303])
+                #expect(try await client.expect("presence").statusCodes == [], "210 is for the occupant itself")
+            }
         }
     }
 
