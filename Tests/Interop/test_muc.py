@@ -138,4 +138,12 @@ def test_voice_request_in_a_moderated_room(parleyd):
             changed = await next_event(changes, b, "Bob's new role")
             assert changed["muc"]["role"] == "participant" and changed["muc"]["nick"] == "Bob", changed
 
+            # §10.2.1: a later configuration change reaches the occupants as status 104.
+            statuses = event_queue(b, f"muc::{room}::config_status")
+            form = await a.plugin["xep_0045"].get_room_config(room, timeout=TIMEOUT)
+            form.set_values({"muc#roomconfig_roomname": "The stage"})
+            await a.plugin["xep_0045"].set_room_config(room, form, timeout=TIMEOUT)
+            status = await next_event(statuses, b, "the configuration change")
+            assert [str(code) for code in status["muc"]["status_codes"]] == ["104"], status
+
     run(scenario())
