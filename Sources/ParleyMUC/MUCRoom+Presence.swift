@@ -26,6 +26,7 @@ extension MUCRoom {
             out.append(presence(of: occupant(nick) ?? existing, to: session, statuses: selfStatuses(created: false)))
             out.append(contentsOf: historyMessages(to: session, request: Self.historyRequest(stanza)))
             out.append(subjectMessage(to: session))
+            out.append(contentsOf: avatarPresence(to: session))
             return
         }
         // §7.2.10: a full room; its owners and admins still get in.
@@ -43,6 +44,7 @@ extension MUCRoom {
         out.append(presence(of: occupant, to: session, statuses: selfStatuses(created: created)))
         out.append(contentsOf: historyMessages(to: session, request: Self.historyRequest(stanza)))
         out.append(subjectMessage(to: session))
+        out.append(contentsOf: avatarPresence(to: session))
     }
 
     /// Unavailable presence (`stanza`), or the end of the session (nil): the session leaves;
@@ -122,6 +124,7 @@ extension MUCRoom {
     private func selfStatuses(created: Bool) -> [MUCStatus] {
         var statuses: [MUCStatus] = [.selfPresence]
         if configuration.whois == .anyone { statuses.append(.nonAnonymous) }
+        if configuration.archiving { statuses.append(.logged) }
         if created { statuses.append(.created) }
         return statuses
     }

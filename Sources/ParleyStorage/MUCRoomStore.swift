@@ -35,6 +35,11 @@ public struct StoredMUCRoom: Sendable, Hashable {
     /// Keys the room's XEP-0421 occupant ids, so they survive a restart.
     public var occupantIDKey: [UInt8]
     public var affiliations: [Affiliation]
+    /// Whether the room keeps an archive of its messages (XEP-0313).
+    public var archiving = true
+    /// The room's vCard (its avatar), as XML text, and the XEP-0153 hash of its photo.
+    public var vCard: String?
+    public var photoHash: String?
 
     public init(
         service: String, name: String, title: String, description: String, isPublic: Bool, whois: String,

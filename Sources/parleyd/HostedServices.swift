@@ -32,5 +32,9 @@ extension MUCService.Settings {
         maxOccupantsPerRoom = configuration.muc.maxOccupantsPerRoom
         maxRoomsPerAccount = configuration.muc.maxRoomsPerAccount
         maxMessageBytes = configuration.muc.maxMessageBytes
+        archiveByDefault = configuration.muc.archiveByDefault
+        archiveMaxMessagesPerRoom = configuration.muc.archiveMaxMessagesPerRoom
+        archiveRetentionDays = configuration.muc.archiveRetentionDays
+        maxVCardBytes = configuration.vCard.maxBytes
     }
 }

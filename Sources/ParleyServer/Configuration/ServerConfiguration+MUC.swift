@@ -25,6 +25,12 @@ extension ServerConfiguration {
         public var maxRoomsPerAccount = 100
         /// The largest message sent to a room or an occupant, in bytes of XML.
         public var maxMessageBytes = 16_384
+        /// Whether a new room keeps an archive (XEP-0313) until its owner turns it off.
+        public var archiveByDefault = true
+        /// Messages one room's archive keeps (the oldest go first); 0: no limit.
+        public var archiveMaxMessagesPerRoom = 10_000
+        /// Room messages older than this many days are deleted; 0 keeps them.
+        public var archiveRetentionDays = 0
         public init() {}
     }
 
@@ -42,6 +48,13 @@ extension ServerConfiguration {
         config.muc.maxOccupantsPerRoom = try values.positiveInt("muc.max_occupants_per_room", default: config.muc.maxOccupantsPerRoom)
         config.muc.maxRoomsPerAccount = try values.positiveInt("muc.max_rooms_per_account", default: config.muc.maxRoomsPerAccount)
         config.muc.maxMessageBytes = try values.positiveInt("muc.max_message_bytes", default: config.muc.maxMessageBytes)
+        config.muc.archiveByDefault = try values.bool("muc.archive_by_default", default: config.muc.archiveByDefault)
+        config.muc.archiveMaxMessagesPerRoom = try values.int(
+            "muc.archive_max_messages_per_room", default: config.muc.archiveMaxMessagesPerRoom, in: 0...Int.max,
+            expected: "a count (0 for unlimited)")
+        config.muc.archiveRetentionDays = try values.int(
+            "muc.archive_retention_days", default: config.muc.archiveRetentionDays, in: 0...1_000_000,
+            expected: "a number of days (0 to keep messages)")
         for admin in config.muc.admins {
             guard let jid = try? JID(admin), jid.localpart != nil, !jid.isFull else {
                 throw ConfigurationError(key: "muc.admins", reason: "expected bare JIDs such as admin@example.org, got \"\(admin)\"")

@@ -12,11 +12,13 @@ extension SQLiteStorage: MUCRoomStore {
                     arguments: [service, name]
                 ).map { StoredMUCRoom.Affiliation(jid: $0["jid"], username: nil, affiliation: $0["affiliation"]) }
                 let key: Data = row["occupant_id_key"]
-                return StoredMUCRoom(
+                var room = StoredMUCRoom(
                     service: service, name: name, title: row["title"], description: row["description"], isPublic: row["is_public"],
                     whois: row["whois"], occupantsMayChangeSubject: row["occupants_change_subject"],
                     membersOnly: row["members_only"], password: row["password"], subject: row["subject"],
                     subjectFrom: row["subject_from"], occupantIDKey: Array(key), affiliations: affiliations)
+                try Self.readMUCRoomExtras(of: &room, row, in: db)
+                return room
             }
         }
     }
@@ -49,6 +51,7 @@ extension SQLiteStorage: MUCRoomStore {
                     sql: "INSERT INTO muc_affiliations (service, room, jid, account_id, affiliation) VALUES (?, ?, ?, ?, ?)",
                     arguments: [room.service, room.name, affiliation.jid, accountID, affiliation.affiliation])
             }
+            try Self.writeMUCRoomExtras(of: room, in: db)
         }
     }
 
