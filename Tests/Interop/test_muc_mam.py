@@ -22,7 +22,7 @@ def test_slixmpp_pages_through_a_room_archive(parleyd):
             own, _subject, _occupants, _history = await a.plugin["xep_0045"].join_muc_wait(room, "Alice", timeout=TIMEOUT)
             assert {"110", "170", "201"} <= {str(code) for code in own["muc"]["status_codes"]}, own
             form = await a.plugin["xep_0045"].get_room_config(room, timeout=TIMEOUT)
-            assert "muc#roomconfig_enablearchiving" in form["fields"], form
+            assert "muc#roomconfig_enablearchiving" in form.get_fields(), form
             await a.plugin["xep_0045"].set_room_config(room, form, timeout=TIMEOUT)
 
             echoes = event_queue(a, "groupchat_message")
