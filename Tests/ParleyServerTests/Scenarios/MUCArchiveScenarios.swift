@@ -67,6 +67,16 @@ import Testing
         }
     }
 
+    @Test func aRoomsArchiveKeepsItsNewestMessagesUpToTheLimit() async throws {
+        try await MUC.archiving({ $0.archiveMaxMessagesPerRoom = 5 }) { server in
+            let alice = try await server.im("alice")
+            try await MUC.createInstantRoom(alice, "team", nick: "Alice", codes: [110, 170, 201])
+            try await alice.say((1...8).map { "m\($0)" }, in: "team")
+            let kept = try await alice.queryRoomArchive("team")
+            #expect(kept.bodies == (4...8).map { "m\($0)" } && kept.count == 5, "\(kept.bodies)")
+        }
+    }
+
     @Test func queriesFilterByTimeAndByOccupant() async throws {
         try await MUC.archiving { server in
             let (alice, bob, carol) = try await MUCScenarios.threeInTheRoom(server)
