@@ -68,7 +68,10 @@ extension MUCService {
     /// An iq to the room in `urn:xmpp:mam:2`: the query form (get) or a query (set). Results
     /// are read off the lock and sent as they come, then the iq result with the page's bounds.
     func archiveRequest(_ stanza: XMLElement, _ payload: XMLElement, from sender: JID, room key: String, state: State, out: inout [XMLElement]) {
-        guard let room = state.rooms[key], let writer = state.archive else {
+        guard let room = state.rooms[key], !room.locked || room.nick(of: sender) != nil else {
+            return refuse(stanza, StanzaError(.itemNotFound, text: "There is no room \(key)@\(domain)."), out: &out)
+        }
+        guard let writer = state.archive else {
             return refuse(stanza, StanzaError(.serviceUnavailable, text: "This service keeps no archives."), out: &out)
         }
         let request: MUCArchiveRequest

@@ -147,6 +147,12 @@ import Testing
             try await MUC.configure(alice, "team", "<field var='muc#roomconfig_membersonly'><value>1</value></field>")
             try await alice.say(["secret"], in: "team")
 
+            // A room still locked (being created) is not there for others.
+            try await carol.send("<presence to='\(Self.room.replacingOccurrences(of: "team@", with: "new@"))/Carol'><x xmlns='\(MUC.muc)'/></presence>")
+            _ = try await carol.enterReplies()
+            let locked = try await bob.queryRoomArchive("new", queryID: "locked")
+            #expect(locked.iq.stanzaErrorCondition == .itemNotFound, "\(locked.iq.xmlString())")
+
             let refused = try await carol.queryRoomArchive("team")
             #expect(refused.iq.stanzaErrorCondition == .forbidden && refused.results.isEmpty, "\(refused.iq.xmlString())")
             let member = try await MUCModerationScenarios.admin(alice, "<item jid='carol@localhost' affiliation='member'/>", id: "m")
