@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
+import ParleyCore
 import ParleyStorage
 
 /// Writes rooms' archives off the service's lock and off the event loops. Work queued while
@@ -8,8 +9,15 @@ import ParleyStorage
 /// batch rather than per message; operations keep their order (a room's messages before its
 /// deletion, a deletion before a new room of the same name archives again).
 final class MUCArchiveWriter: Sendable {
+    /// A message to archive: its row, and the message whose text (without `to`) the row
+    /// gets when written.
+    struct Pending: Sendable {
+        var entry: MUCArchiveEntry
+        var message: XMLElement
+    }
+
     enum Operation: Sendable {
-        case append([MUCArchiveEntry])
+        case append([Pending])
         case delete(room: String)
         case prune(before: Date)
     }
@@ -65,7 +73,15 @@ final class MUCArchiveWriter: Sendable {
     private func perform(_ operation: Operation) async {
         do {
             switch operation {
-            case .append(let entries): try await store.appendMUCArchive(entries, maxPerRoom: maxPerRoom)
+            case .append(let pending):
+                let entries = pending.map { item in
+                    var entry = item.entry
+                    var message = item.message
+                    message.to = nil
+                    entry.stanza = message.xmlString()
+                    return entry
+                }
+                try await store.appendMUCArchive(entries, maxPerRoom: maxPerRoom)
             case .delete(let room): try await store.deleteMUCArchive(service: service, room: room)
             case .prune(let date):
                 let removed = try await store.pruneMUCArchive(before: date)

@@ -20,18 +20,18 @@ extension MUCRoom {
             || message.elements.contains { $0.namespace == XMLNamespace.chatMarkers && $0.name != "markable" }
     }
 
-    /// The archive row for `message`, which the room just sent from `nick`'s occupant JID.
-    func archiveEntry(_ message: XMLElement, service: String, serverDomain: String) -> MUCArchiveEntry? {
-        guard let from = message.from.flatMap({ try? JID($0) }), let nick = from.resourcepart, let sender = occupant(nick),
+    /// The archive row for `message`, which the room just sent from the occupant JID of
+    /// `session`; its text is made by the writer, off the service's lock.
+    func archiveEntry(_ message: XMLElement, from session: JID, service: String, serverDomain: String) -> MUCArchiveWriter.Pending? {
+        guard let nick = nick(of: session), let sender = occupant(nick),
             let stanzaID = message.firstChild("stanza-id", namespace: XMLNamespace.stanzaID)?[attribute: "id"]
         else { return nil }
-        var stored = message
-        stored.to = nil
         let local = sender.account.domainpart == serverDomain
-        return MUCArchiveEntry(
+        let entry = MUCArchiveEntry(
             service: service, room: jid.localpart ?? "", stanzaID: stanzaID, nick: nick,
             senderUsername: local ? sender.account.localpart : nil, senderJID: local ? nil : sender.account.description,
-            stanza: stored.xmlString(), archivedAt: Date())
+            stanza: "", archivedAt: Date())
+        return MUCArchiveWriter.Pending(entry: entry, message: message)
     }
 
     /// Who may read the archive: whoever may enter (XEP-0313 §5.1.2 leaves it to the room).

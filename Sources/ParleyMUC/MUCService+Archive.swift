@@ -50,10 +50,11 @@ extension MUCService {
         await withLockedState { $0.archive }?.flush()
     }
 
-    /// Keeps `message`, which room `key` just sent to its occupants, if the room archives.
-    func archive(_ message: XMLElement, in key: String, state: inout State) {
+    /// Keeps `message`, which room `key` just sent to its occupants from `sender`, if the
+    /// room archives.
+    func archive(_ message: XMLElement, in key: String, from sender: JID, state: inout State) {
         guard let room = state.rooms[key], room.configuration.archiving, MUCRoom.isHistoric(message),
-            let entry = room.archiveEntry(message, service: domain, serverDomain: settings.serverDomain)
+            let entry = room.archiveEntry(message, from: sender, service: domain, serverDomain: settings.serverDomain)
         else { return }
         state.archive?.enqueue(.append([entry]))
     }

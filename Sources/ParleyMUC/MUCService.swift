@@ -211,7 +211,7 @@ public final class MUCService: HostedService {
             }
             switch (nick, type) {
             case (nil, "groupchat"):
-                if let sent = try state.rooms[key]?.groupchat(stanza, from: sender, out: &out) { archive(sent, in: key, state: &state) }
+                if let sent = try state.rooms[key]?.groupchat(stanza, from: sender, out: &out) { archive(sent, in: key, from: sender, state: &state) }
                 if stanza.firstChild("subject") != nil, state.rooms[key]?.configuration.persistent == true {
                     persist(key, wasPersistent: true, state: &state)
                 }
