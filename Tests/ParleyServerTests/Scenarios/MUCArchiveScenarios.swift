@@ -56,6 +56,9 @@ import Testing
             let before = try await bob.queryRoomArchive(
                 "team", set: "<max>10</max><before>\(lastPage.first ?? "")</before>", queryID: "back2")
             #expect(before.bodies == (102...111).map { "m\($0)" }, "\(before.bodies)")
+            // flip-page: the same page newest first; first and last still name its oldest and newest.
+            let flipped = try await bob.queryRoomArchive("team", set: "<max>10</max><before/>", flip: true, queryID: "flip")
+            #expect(flipped.bodies == lastPage.bodies.reversed() && flipped.first == lastPage.first, "\(flipped.bodies)")
             let oldest = try await bob.queryRoomArchive("team", set: "<max>5</max><before>\(ids[3])</before>", queryID: "back3")
             #expect(oldest.bodies == ["m1", "m2", "m3"] && oldest.complete)
 

@@ -53,10 +53,12 @@ struct ArchiveAnswer {
 extension TestClient {
     /// Queries `room`'s archive with the form `fields` and the RSM `set`, and reads the
     /// results up to the iq that ends them.
-    func queryRoomArchive(_ room: String, fields: String = "", set: String = "", queryID: String = "q") async throws -> ArchiveAnswer {
+    func queryRoomArchive(_ room: String, fields: String = "", set: String = "", flip: Bool = false, queryID: String = "q") async throws
+        -> ArchiveAnswer
+    {
         let form = fields.isEmpty ? "" : "<x xmlns='jabber:x:data' type='submit'><field var='FORM_TYPE' type='hidden'><value>\(MUC.mam)</value></field>\(fields)</x>"
         let rsm = set.isEmpty ? "" : "<set xmlns='http://jabber.org/protocol/rsm'>\(set)</set>"
-        try await send("<iq type='set' id='mam-\(queryID)' to='\(room)@\(MUC.service)'><query xmlns='\(MUC.mam)' queryid='\(queryID)'>\(form)\(rsm)</query></iq>")
+        try await send("<iq type='set' id='mam-\(queryID)' to='\(room)@\(MUC.service)'><query xmlns='\(MUC.mam)' queryid='\(queryID)'>\(form)\(rsm)\(flip ? "<flip-page/>" : "")</query></iq>")
         var results: [XMLElement] = []
         while true {
             let element = try await nextElement()
