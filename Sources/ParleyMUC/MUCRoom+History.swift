@@ -14,10 +14,10 @@ struct MUCHistory: Sendable {
 
     private(set) var entries: [Entry] = []
 
-    mutating func append(_ message: XMLElement, limit: Int) {
+    mutating func append(_ message: XMLElement, limit: Int, at stamp: Date = Date()) {
         guard limit > 0 else { return }
         let characters = message.xmlString().utf8.count
-        entries.append(Entry(message: message, stamp: Date(), characters: characters))
+        entries.append(Entry(message: message, stamp: stamp, characters: characters))
         if entries.count > limit { entries.removeFirst(entries.count - limit) }
     }
 

@@ -7,7 +7,9 @@ extension MUCRoom {
     /// A groupchat message from `session` to the room: to every session of every occupant,
     /// from the sender's occupant JID, with the room's stanza-id (XEP-0359) and the sender's
     /// occupant id (XEP-0421). A subject without a body changes the subject.
-    mutating func groupchat(_ stanza: XMLElement, from session: JID, out: inout [XMLElement]) throws(StanzaError) {
+    /// Returns the message as sent (without `to`), for the archive.
+    @discardableResult
+    mutating func groupchat(_ stanza: XMLElement, from session: JID, out: inout [XMLElement]) throws(StanzaError) -> XMLElement {
         guard let nick = nick(of: session), let sender = occupant(nick) else {
             throw StanzaError(.notAcceptable, text: "Only occupants may send messages to the room; join it first.")
         }
@@ -24,12 +26,13 @@ extension MUCRoom {
         for child in stanza.elements where !isRoomOwned(child) { message.append(child) }
         message.append(XMLElement("stanza-id", namespace: XMLNamespace.stanzaID, ["id": UUID().uuidString, "by": jid.description]))
         message.append(XMLElement("occupant-id", namespace: MUCNamespace.occupantID, ["id": sender.occupantID]))
-        if message.firstChild("body") != nil { history.append(message, limit: historyLimit) }
+        if Self.isHistoric(message) { history.append(message, limit: historyLimit) }
         for recipient in allSessions {
             var copy = message
             copy.to = recipient.description
             out.append(copy)
         }
+        return message
     }
 
     /// §7.5: a private message to one occupant (all its sessions), from the sender's

@@ -27,6 +27,7 @@ extension MUCRoom {
             out.append(presence(of: occupant(nick) ?? existing, to: session, statuses: selfStatuses(created: false, assignedNick: assignedNick)))
             out.append(contentsOf: historyMessages(to: session, request: Self.historyRequest(stanza)))
             out.append(subjectMessage(to: session))
+            out.append(contentsOf: avatarPresence(to: session))
             return
         }
         // §7.2.10: a full room; its owners and admins still get in.
@@ -44,6 +45,7 @@ extension MUCRoom {
         out.append(presence(of: occupant, to: session, statuses: selfStatuses(created: created, assignedNick: assignedNick)))
         out.append(contentsOf: historyMessages(to: session, request: Self.historyRequest(stanza)))
         out.append(subjectMessage(to: session))
+        out.append(contentsOf: avatarPresence(to: session))
     }
 
     /// Unavailable presence (`stanza`), or the end of the session (nil): the session leaves;
@@ -124,6 +126,7 @@ extension MUCRoom {
     private func selfStatuses(created: Bool, assignedNick: Bool = false) -> [MUCStatus] {
         var statuses: [MUCStatus] = [.selfPresence]
         if configuration.whois == .anyone { statuses.append(.nonAnonymous) }
+        if configuration.archiving { statuses.append(.logged) }
         if created { statuses.append(.created) }
         if assignedNick { statuses.append(.nickAssigned) }
         return statuses

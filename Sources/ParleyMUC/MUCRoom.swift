@@ -21,6 +21,8 @@ struct MUCRoom: Sendable {
     var history = MUCHistory()
     /// How many messages `history` keeps.
     var historyLimit = 20
+    /// The room's vCard and its photo's hash (XEP-0153); nil: none.
+    var avatar: MUCRoomAvatar?
     /// Requests passed between occupants, awaiting their answers.
     var pendingIQs = MUCPendingIQs()
     /// Keys XEP-0421 occupant ids, so they are stable per account in this room and reveal

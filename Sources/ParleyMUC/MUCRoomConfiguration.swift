@@ -24,6 +24,8 @@ struct MUCRoomConfiguration: Sendable, Hashable {
     /// Only participants and above speak; newcomers without affiliation are visitors and
     /// ask for voice (§7.13, §8.6).
     var moderated = false
+    /// The room keeps an archive of its messages (XEP-0313), the source of its history.
+    var archiving = true
 
     static let formType = "http://jabber.org/protocol/muc#roomconfig"
 
@@ -51,6 +53,7 @@ struct MUCRoomConfiguration: Sendable, Hashable {
             whoisField.append(XMLElement("option", ["label": option.rawValue], [XMLElement("value", text: option.rawValue)]))
         }
         form.append(whoisField)
+        form.append(Self.field("muc#roomconfig_enablearchiving", type: "boolean", label: "Archive messages", archiving ? "1" : "0"))
         return form
     }
 
@@ -76,6 +79,7 @@ struct MUCRoomConfiguration: Sendable, Hashable {
             case "muc#roomconfig_membersonly": changed.membersOnly = try Self.boolean(value, field: "membersonly")
             case "muc#roomconfig_passwordprotectedroom": passwordProtected = try Self.boolean(value, field: "passwordprotectedroom")
             case "muc#roomconfig_roomsecret": secret = value
+            case "muc#roomconfig_enablearchiving": changed.archiving = try Self.boolean(value, field: "enablearchiving")
             case "muc#roomconfig_whois":
                 guard let whois = Whois(rawValue: value) else {
                     throw StanzaError(.notAcceptable, text: "muc#roomconfig_whois is moderators or anyone, not '\(value)'.")

@@ -104,6 +104,10 @@ extension MUCService {
                 return out.append(stanza.iqResult(XMLElement("query", namespace: MUCNamespace.owner, [:], [room.configuration.form])))
             }
             configure(stanza, payload, room: key, state: &state, out: &out)
+        case (_, "query", XMLNamespace.archive?):
+            archiveRequest(stanza, payload, from: sender, room: key, state: state, out: &out)
+        case (_, "vCard", MUCNamespace.vCard?):
+            vCardRequest(stanza, payload, from: sender, room: key, state: &state, out: &out)
         default:
             refuse(stanza, StanzaError(.serviceUnavailable), out: &out)
         }
@@ -123,6 +127,7 @@ extension MUCService {
         switch form[attribute: "type"] {
         case "submit":
             let wasPersistent = room.configuration.persistent && !room.locked
+            let wasArchiving = room.configuration.archiving
             do {
                 try room.configuration.apply(form)
             } catch {
@@ -138,6 +143,7 @@ extension MUCService {
             }
             state.rooms[key] = room
             persist(key, wasPersistent: wasPersistent, state: &state)
+            announceArchiving(room, wasArchiving: wasArchiving, out: &out)
         case "cancel":
             out.append(stanza.iqResult())
             if room.locked { destroy(key, reason: nil, state: &state, out: &out) }
@@ -150,6 +156,7 @@ extension MUCService {
     private func destroy(_ key: String, reason: String?, state: inout State, out: inout [XMLElement]) {
         guard let room = state.rooms.removeValue(forKey: key) else { return }
         persist(key, wasPersistent: room.configuration.persistent && !room.locked, state: &state)
+        forgetArchive(of: key, state: &state)
         for session in room.allSessions {
             guard let nick = room.nick(of: session), let occupant = room.occupant(nick) else { continue }
             var destroy = XMLElement("destroy", namespace: MUCNamespace.user)
@@ -174,6 +181,7 @@ extension MUCService {
         form.append(field("muc#roominfo_description", room.configuration.description))
         form.append(field("muc#roominfo_occupants", String(room.occupantCount)))
         form.append(field("muc#roominfo_subject", room.subject?.text ?? ""))
+        form.append(room.avatarHashField)
         return form
     }
 
@@ -191,6 +199,7 @@ extension MUCService {
             configuration.persistent ? "muc_persistent" : "muc_temporary", configuration.isPublic ? "muc_public" : "muc_hidden",
             configuration.whois == .anyone ? "muc_nonanonymous" : "muc_semianonymous",
         ]
+        features += room.archiveAndAvatarFeatures
         features.sort()
         for feature in features { query.append(XMLElement("feature", ["var": feature])) }
         query.append(roomInfoForm(room))

@@ -44,6 +44,7 @@ extension MUCService {
 
     public func shutdown() async {
         await waitUntilStored()
+        await stopArchive()
     }
 
     /// Waits for every room write queued so far.
@@ -66,6 +67,8 @@ extension MUCRoom {
         configuration.occupantsMayChangeSubject = stored.occupantsMayChangeSubject
         configuration.membersOnly = stored.membersOnly
         configuration.password = stored.password
+        configuration.archiving = stored.archiving
+        avatar = stored.vCard.map { MUCRoomAvatar(vCard: $0, photoHash: stored.photoHash) }
         if let text = stored.subject {
             subject = (text, stored.subjectFrom.flatMap { try? JID($0) } ?? jid)
         }
@@ -78,7 +81,7 @@ extension MUCRoom {
     }
 
     func stored(service: String, serverDomain: String) -> StoredMUCRoom {
-        var room = StoredMUCRoom(
+        var stored = StoredMUCRoom(
             service: service, name: jid.localpart ?? "", title: configuration.name, description: configuration.description,
             isPublic: configuration.isPublic, whois: configuration.whois.rawValue,
             occupantsMayChangeSubject: configuration.occupantsMayChangeSubject, membersOnly: configuration.membersOnly,
@@ -89,7 +92,10 @@ extension MUCRoom {
                     jid: account.description, username: account.domainpart == serverDomain ? account.localpart : nil,
                     affiliation: affiliation.rawValue, nick: reservedNicks[account])
             })
-        room.moderated = configuration.moderated
-        return room
+        stored.moderated = configuration.moderated
+        stored.archiving = configuration.archiving
+        stored.vCard = avatar?.vCard
+        stored.photoHash = avatar?.photoHash
+        return stored
     }
 }

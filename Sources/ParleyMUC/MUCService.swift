@@ -32,6 +32,14 @@ public final class MUCService: HostedService {
         public var nicknames = MUCNicknamePolicy()
         /// Each occupant's groupchat rate; over it a message is refused (`policy-violation`).
         public var rateLimit = MUCRateLimit()
+        /// Whether a new room keeps an archive (XEP-0313) until its owner says otherwise.
+        public var archiveByDefault = true
+        /// Messages a room's archive keeps; the oldest go first. 0: no limit.
+        public var archiveMaxMessagesPerRoom = 10_000
+        /// Room messages older than this many days are deleted (checked hourly). 0: kept.
+        public var archiveRetentionDays = 0
+        /// The largest room vCard (its avatar), in bytes as serialized.
+        public var maxVCardBytes = 65_536
 
         public init(domain: String, serverDomain: String, creators: Set<JID>? = nil) {
             self.domain = domain
@@ -49,6 +57,9 @@ public final class MUCService: HostedService {
         /// Where persistent rooms are kept, and the last write queued to it.
         var store: (any MUCRoomStore)?
         var storeTail: Task<Void, Never>?
+        /// Where rooms' archives are written, and the task that expires old messages.
+        var archive: MUCArchiveWriter?
+        var archiveExpiry: Task<Void, Never>?
     }
 
     public let settings: Settings
@@ -56,7 +67,7 @@ public final class MUCService: HostedService {
     public var name: String { settings.name }
     let logger: Logger
     private let state = NIOLockedValueBox(State())
-    private let outlet = NIOLockedValueBox<HostedServiceOutlet?>(nil)
+    let outlet = NIOLockedValueBox<HostedServiceOutlet?>(nil)
 
     public init(settings: Settings, logger: Logger) {
         self.settings = settings
@@ -66,12 +77,15 @@ public final class MUCService: HostedService {
     /// Loads the persistent rooms; what a previous start left in memory is dropped, as a
     /// restarted process would have lost it.
     public func start(_ outlet: HostedServiceOutlet) async throws {
-        let rooms = try await load(from: outlet.storage)
+        var rooms = try await load(from: outlet.storage)
+        try await loadArchives(into: &rooms, from: outlet.storage)
         self.outlet.withLockedValue { $0 = outlet }
         withLockedState { state in
+            state.archiveExpiry?.cancel()
             state = State()
             state.rooms = rooms
             state.store = outlet.storage
+            startArchive(outlet.storage, state: &state)
         }
     }
 
@@ -133,6 +147,7 @@ public final class MUCService: HostedService {
                     // at once; one that does must configure it (or accept an instant room).
                     let speaksMUC = stanza.firstChild("x", namespace: MUCNamespace.muc) != nil
                     state.rooms[key] = try MUCRoom(jid: JID(localpart: key, domainpart: domain), locked: speaksMUC, owner: sender)
+                    state.rooms[key]?.configuration.archiving = settings.archiveByDefault
                     created = true
                 } catch {
                     return refuse(stanza, StanzaError(.internalServerError, text: "The room could not be created."), out: &out)
@@ -171,6 +186,7 @@ public final class MUCService: HostedService {
     private func closeIfEmpty(_ key: String, state: inout State) {
         guard let room = state.rooms[key], room.isEmpty, !room.configuration.persistent || room.locked else { return }
         state.rooms[key] = nil
+        forgetArchive(of: key, state: &state)
     }
 
     private func mayCreateRooms(_ sender: JID) -> Bool {
@@ -201,7 +217,7 @@ public final class MUCService: HostedService {
             switch (nick, type) {
             case (nil, "groupchat"):
                 try state.rooms[key]?.charge(sender, settings.rateLimit)
-                try state.rooms[key]?.groupchat(stanza, from: sender, out: &out)
+                if let sent = try state.rooms[key]?.groupchat(stanza, from: sender, out: &out) { archive(sent, in: key, from: sender, state: &state) }
                 if stanza.firstChild("subject") != nil, state.rooms[key]?.configuration.persistent == true {
                     persist(key, wasPersistent: true, state: &state)
                 }

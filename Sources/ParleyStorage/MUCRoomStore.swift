@@ -40,6 +40,11 @@ public struct StoredMUCRoom: Sendable, Hashable {
     public var affiliations: [Affiliation]
     /// Only participants and above speak (muc#roomconfig_moderatedroom).
     public var moderated = false
+    /// Whether the room keeps an archive of its messages (XEP-0313).
+    public var archiving = true
+    /// The room's vCard (its avatar), as XML text, and the XEP-0153 hash of its photo.
+    public var vCard: String?
+    public var photoHash: String?
 
     public init(
         service: String, name: String, title: String, description: String, isPublic: Bool, whois: String,

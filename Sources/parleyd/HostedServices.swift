@@ -37,5 +37,9 @@ extension MUCService.Settings {
         nicknames.enforceRegistered = configuration.muc.enforceRegisteredNickname
         rateLimit = MUCRateLimit(
             messagesPerSecond: Double(configuration.muc.messagesPerMinute) / 60, burst: configuration.muc.messageBurst)
+        archiveByDefault = configuration.muc.archiveByDefault
+        archiveMaxMessagesPerRoom = configuration.muc.archiveMaxMessagesPerRoom
+        archiveRetentionDays = configuration.muc.archiveRetentionDays
+        maxVCardBytes = configuration.vCard.maxBytes
     }
 }

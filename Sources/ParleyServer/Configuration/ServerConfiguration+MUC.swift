@@ -42,6 +42,12 @@ extension ServerConfiguration {
             case affiliated
         }
 
+        /// Whether a new room keeps an archive (XEP-0313) until its owner turns it off.
+        public var archiveByDefault = true
+        /// Messages one room's archive keeps (the oldest go first); 0: no limit.
+        public var archiveMaxMessagesPerRoom = 10_000
+        /// Room messages older than this many days are deleted; 0 keeps them.
+        public var archiveRetentionDays = 0
         public init() {}
     }
 
@@ -66,6 +72,13 @@ extension ServerConfiguration {
             "muc.enforce_registered_nickname", default: config.muc.enforceRegisteredNickname)
         config.muc.messagesPerMinute = try values.positiveInt("muc.messages_per_minute", default: config.muc.messagesPerMinute)
         config.muc.messageBurst = try values.positiveInt("muc.message_burst", default: config.muc.messageBurst)
+        config.muc.archiveByDefault = try values.bool("muc.archive_by_default", default: config.muc.archiveByDefault)
+        config.muc.archiveMaxMessagesPerRoom = try values.int(
+            "muc.archive_max_messages_per_room", default: config.muc.archiveMaxMessagesPerRoom, in: 0...Int.max,
+            expected: "a count (0 for unlimited)")
+        config.muc.archiveRetentionDays = try values.int(
+            "muc.archive_retention_days", default: config.muc.archiveRetentionDays, in: 0...1_000_000,
+            expected: "a number of days (0 to keep messages)")
         for admin in config.muc.admins {
             guard let jid = try? JID(admin), jid.localpart != nil, !jid.isFull else {
                 throw ConfigurationError(key: "muc.admins", reason: "expected bare JIDs such as admin@example.org, got \"\(admin)\"")

@@ -3,8 +3,8 @@ import ParleyCore
 /// The photo of a vCard as XEP-0153 identifies it: the SHA-1 of the image bytes, that is of
 /// PHOTO/BINVAL once its base64 is decoded, in lowercase hex. Clients put this hash in their
 /// presence (`<x xmlns='vcard-temp:x:update'><photo/>`); the server keeps it with the vCard.
-enum VCardPhoto {
-    enum Failure: Error, Equatable {
+public enum VCardPhoto {
+    public enum Failure: Error, Equatable {
         case notBase64
         /// OpenSSL could not hash (it has no SHA-1): a fault of the server, not of the vCard.
         case digestUnavailable
@@ -12,7 +12,7 @@ enum VCardPhoto {
 
     /// nil when the vCard has no PHOTO with a BINVAL, or an empty one (an EXTVAL photo is a
     /// link, and XEP-0153 hashes only inline images).
-    static func hash(of vCard: XMLElement) throws(Failure) -> String? {
+    public static func hash(of vCard: XMLElement) throws(Failure) -> String? {
         guard let binval = vCard.firstChild("PHOTO", namespace: VCardModule.namespace)?
             .firstChild("BINVAL", namespace: VCardModule.namespace)
         else { return nil }

@@ -17,6 +17,8 @@ enum SQLiteMigrations {
         migrator.registerMigration("v8_account_identity", migrate: v8AccountIdentity)
         migrator.registerMigration("v10_muc", migrate: v10MUC)
         migrator.registerMigration("v11_uploads", migrate: v11Uploads)
+        migrator.registerMigration("v12_muc_archive", migrate: v12MUCArchive)
+        migrator.registerMigration("v13_muc_vcard", migrate: v13MUCVCard)
         migrator.registerMigration("v14_muc_registration", migrate: v14MUCRegistration)
         return migrator
     }
@@ -290,6 +292,48 @@ enum SQLiteMigrations {
                 ) WITHOUT ROWID;
                 CREATE INDEX uploads_account ON uploads(account_id, created_at);
                 CREATE INDEX uploads_created ON uploads(created_at);
+                """)
+    }
+
+    /// Rooms' archives (XEP-0313 on the room JID), apart from the accounts' archives: one row
+    /// per groupchat message, in archive order per room. No foreign key to muc_rooms, as
+    /// temporary rooms are archived too (the service deletes their rows when they go). The
+    /// sender's local account is linked so its real JID goes with it; the message stays, it
+    /// is the room's record. And whether a stored room archives at all.
+    private static func v12MUCArchive(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE muc_archive (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    service TEXT NOT NULL,
+                    room TEXT NOT NULL,
+                    stanza_id TEXT NOT NULL,
+                    nick TEXT NOT NULL,
+                    account_id INTEGER REFERENCES accounts(id) ON DELETE SET NULL,
+                    sender_jid TEXT,
+                    stanza TEXT NOT NULL,
+                    archived_at INTEGER NOT NULL
+                );
+                CREATE INDEX muc_archive_room ON muc_archive(service, room, id);
+                CREATE INDEX muc_archive_stanza_id ON muc_archive(service, room, stanza_id);
+                CREATE INDEX muc_archive_account ON muc_archive(account_id) WHERE account_id IS NOT NULL;
+                ALTER TABLE muc_rooms ADD COLUMN archiving INTEGER NOT NULL DEFAULT 1;
+                """)
+    }
+
+    /// Room avatars (vcard-temp on the room JID, XEP-0153): a stored room's vCard and the
+    /// SHA-1 of its photo, gone with the room.
+    private static func v13MUCVCard(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE muc_vcards (
+                    service TEXT NOT NULL,
+                    room TEXT NOT NULL,
+                    vcard TEXT NOT NULL,
+                    photo_hash TEXT,
+                    PRIMARY KEY (service, room),
+                    FOREIGN KEY (service, room) REFERENCES muc_rooms(service, name) ON DELETE CASCADE
+                ) WITHOUT ROWID;
                 """)
     }
 

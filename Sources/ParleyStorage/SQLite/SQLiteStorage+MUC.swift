@@ -18,6 +18,7 @@ extension SQLiteStorage: MUCRoomStore {
                     membersOnly: row["members_only"], password: row["password"], subject: row["subject"],
                     subjectFrom: row["subject_from"], occupantIDKey: Array(key), affiliations: affiliations)
                 room.moderated = row["moderated"]
+                try Self.readMUCRoomExtras(of: &room, row, in: db)
                 return room
             }
         }
@@ -53,6 +54,7 @@ extension SQLiteStorage: MUCRoomStore {
                     sql: "INSERT INTO muc_affiliations (service, room, jid, account_id, affiliation, nick) VALUES (?, ?, ?, ?, ?, ?)",
                     arguments: [room.service, room.name, affiliation.jid, accountID, affiliation.affiliation, affiliation.nick])
             }
+            try Self.writeMUCRoomExtras(of: room, in: db)
         }
     }
 
