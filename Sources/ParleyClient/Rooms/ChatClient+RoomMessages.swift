@@ -38,8 +38,9 @@ extension ChatClient {
         guard var state = muc.rooms[room] else { return }
         let body = stanza.firstChild("body")?.text
         if let subject = stanza.firstChild("subject"), body == nil {
-            if let id = stanza.id { finishEcho(id, .success(())) }
             let text = subject.text
+            if let id = stanza.id { finishEcho(id, .success(())) }
+            if let pending = muc.subjectChanges[room], pending.text == text, nick == state.nick { finishEcho(pending.id, .success(())) }
             let changed = text != (state.subject ?? "")
             state.subject = text.isEmpty ? nil : text
             muc.rooms[room] = state
@@ -101,8 +102,9 @@ extension ChatClient {
         if let x = stanza.firstChild("x", namespace: RoomNamespace.user), from.isBare, from.localpart != nil {
             if let invite = x.firstChild("invite", namespace: RoomNamespace.user) {
                 guard let inviter = invite[attribute: "from"].flatMap({ try? JID($0) }) else { return true }
+                // A room that hides real JIDs names the inviter by occupant JID (Prosody does).
                 let invitation = RoomInvitation(
-                    room: from, from: inviter.bare, reason: invite.firstChild("reason", namespace: RoomNamespace.user)?.text,
+                    room: from, from: inviter.bare == from ? inviter : inviter.bare, reason: invite.firstChild("reason", namespace: RoomNamespace.user)?.text,
                     password: x.firstChild("password", namespace: RoomNamespace.user)?.text, isDirect: false)
                 await emit(.room(.invited(invitation)))
                 return true

@@ -136,6 +136,8 @@ extension ChatClient {
         let message = XMLElement(
             "message", namespace: XMLNamespace.client, ["to": room.description, "type": "groupchat", "id": id],
             [XMLElement("subject", text: subject)])
+        muc.subjectChanges[room] = (id, subject)
+        defer { if muc.subjectChanges[room]?.id == id { muc.subjectChanges[room] = nil } }
         try await awaitEcho(id) { await self.send(message) }
     }
 

@@ -44,6 +44,9 @@ struct RoomRegistry {
     var joins: [JID: (token: UUID, continuation: CheckedContinuation<JoinedRoom, any Error>)] = [:]
     /// Room messages waiting for their echo or their error, by message id (subject changes).
     var echoes: [String: CheckedContinuation<Void, any Error>] = [:]
+    /// Our subject change waiting for the room's announcement, by room: some rooms (Prosody)
+    /// announce it under an id of their own, so it is recognized by sender and text too.
+    var subjectChanges: [JID: (id: String, text: String)] = [:]
     /// Results of our archive queries to rooms, by query id.
     var archivePages: [String: [RoomMessage]] = [:]
 }

@@ -77,7 +77,7 @@ public struct RoomMessage: Sendable, Equatable {
 /// inviter (XEP-0249).
 public struct RoomInvitation: Sendable, Equatable {
     public var room: JID
-    /// Who invites (their bare JID, as the room or their client tells).
+    /// Who invites: their bare JID, or their occupant JID when the room hides real JIDs.
     public var from: JID
     public var reason: String?
     public var password: String?
@@ -161,4 +161,9 @@ public struct RoomArchivePage: Sendable, Equatable {
 public struct PublicRoom: Sendable, Equatable {
     public var jid: JID
     public var name: String?
+
+    public init(jid: JID, name: String? = nil) {
+        self.jid = jid
+        self.name = name
+    }
 }
