@@ -42,6 +42,7 @@ import Testing
             let conflict = await Rooms.refusal { try await dave.join(Self.team, nick: "Bob") }
             #expect(conflict?.condition == .conflict, "\(String(describing: conflict))")
             #expect(await dave.isInRoom(Self.team) == false)
+            #expect(try await dave.conversations().isEmpty, "a refused join leaves no room in the conversation list")
 
             // A groupchat message reaches everyone with the sender's nickname and occupant id;
             // Bob's client sees itself mentioned; Alice hears of it as sent, not as news.
@@ -85,6 +86,12 @@ import Testing
             #expect(seenByAlice.map(\.nick) == ["Alice", "Bob", "Carol"])
             #expect(seenByAlice.first { $0.nick == "Bob" }?.realJID?.bare == jid("bob"))
             #expect(try await carol.occupants(of: Self.team).first { $0.nick == "Bob" }?.realJID == nil)
+
+            // Our availability reaches the rooms we are in (§7.7).
+            await bob.setStatus(.away, text: "lunch")
+            try await Rooms.next(aliceEvents, "Bob away") {
+                if case .occupantChanged(Self.team, let o) = $0 { o.nick == "Bob" && o.show == .away && o.status == "lunch" } else { false }
+            }
 
             // Leaving: Carol is out; the others see her go.
             try await carol.leave(Self.team)

@@ -179,7 +179,10 @@ public actor ChatClient {
         let presence = presenceStanza(for: status)
         await xmpp.setInitialPresence(presence)
         // While disconnected, the next session starts with it; queueing it too would send it twice.
-        if await xmpp.boundJID != nil { await xmpp.send(presence) }
+        if await xmpp.boundJID != nil {
+            await xmpp.send(presence)
+            await announceStatusToRooms(presence)
+        }
     }
 
     /// Our presence changed (its vCard photo hash): contacts learn of it now, and the next

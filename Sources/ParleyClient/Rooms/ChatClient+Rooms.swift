@@ -26,7 +26,6 @@ extension ChatClient {
         }
         guard muc.joins[room] == nil else { throw ClientError.invalidArgument("already entering \(room)") }
         muc.rooms[room] = RoomRegistry.Room(jid: room, nick: nick, password: password)
-        await persist { try await $0.addRoom(room) }
         let joined = try await awaitJoin(room) {
             await self.send(Self.joinPresence(to: occupantJID, password: password, history: history))
         }
@@ -71,6 +70,18 @@ extension ChatClient {
         }
         if let password { x.append(XMLElement("password", namespace: RoomNamespace.muc, text: password)) }
         return XMLElement("presence", namespace: XMLNamespace.client, ["to": occupant.description], [x])
+    }
+
+    /// §7.7: the rooms we are in see our availability and status change too (not an
+    /// unavailable presence, which would take us out of them).
+    func announceStatusToRooms(_ presence: XMLElement) async {
+        guard presence.type == nil else { return }
+        for state in muc.rooms.values where state.inRoom && !state.leaving {
+            guard let occupant = try? Self.occupantJID(state.jid, state.nick) else { continue }
+            var copy = presence
+            copy.to = occupant.description
+            await send(copy)
+        }
     }
 
     /// Leaves `room` (§7.14); `.room(.left)` follows when the room confirms.
