@@ -1,5 +1,5 @@
 import Foundation
-import ParleyClient
+@testable import ParleyClient
 import ParleyCore
 import Testing
 
@@ -60,11 +60,15 @@ import Testing
         try await nora.setSubject(of: room, to: "Q3 planning")
         try await Rooms.next(oscarEvents, "the subject") { $0 == .subjectChanged(room: room, subject: "Q3 planning", by: "Nora") }
 
+        // XEP-0410 self-ping, what a reconnect asks: in while in, out once kicked.
+        #expect(await pat.stillInRoom(room, nick: "Pat"))
+
         // A kick, then an invitation declined, then a ban that keeps Pat out.
         try await nora.kick("Pat", from: room, reason: "break time")
         try await Rooms.next(patEvents, "Pat kicked") {
             if case .removed(room, .kicked(_, let reason)) = $0 { reason == "break time" } else { false }
         }
+        #expect(await pat.stillInRoom(room, nick: "Pat") == false)
         try await nora.invite(jid("pat"), to: room, reason: "come back")
         let invited = try await Rooms.next(patEvents, "the invitation") { if case .invited(let i) = $0 { i.room == room } else { false } }
         guard case .invited(let invitation) = invited else { return }

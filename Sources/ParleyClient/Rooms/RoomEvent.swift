@@ -4,7 +4,8 @@ import ParleyCore
 public enum RoomEvent: Sendable, Equatable {
     /// We are in: the occupant list and history arrived (or the room was just created).
     case joined(JoinedRoom)
-    /// After a reconnect the room no longer had us, and we entered again.
+    /// After a reconnect the room no longer had us, and we entered again; what was said
+    /// meanwhile came as history, and `occupants(of:)` is the room's list as it is now.
     case rejoined(room: JID, nick: String)
     /// A groupchat message; history replayed on entry has `delayedUntil` set.
     case message(RoomMessage)
