@@ -206,6 +206,31 @@ import Testing
         }
     }
 
+    @Test func historyOnEntryAsTheJoinAsksForIt() async throws {
+        try await withServer { server in
+            for user in ["alice", "bob", "carol"] { try await server.createAccount(user) }
+            let clients = try ["alice", "bob", "carol"].map { try server.client($0) }
+            defer { Task { for (client, _) in clients { await client.disconnect() } } }
+            for (client, _) in clients { try await client.connect() }
+            let (alice, _) = clients[0]
+            let (bob, bobEvents) = clients[1]
+            let (carol, carolEvents) = clients[2]
+            try await alice.join(Self.team, nick: "Alice")
+            for body in ["one", "two", "three"] { try await alice.sendRoomMessage(to: Self.team, body: body) }
+            try await alice.settle()
+
+            // The last message only, flagged as history (XEP-0203 delay), before the entry completes.
+            let joined = try await bob.join(Self.team, nick: "Bob", history: RoomHistoryRequest(maxStanzas: 1))
+            #expect(Rooms.bodies(bobEvents, in: Self.team) == ["three"])
+            let three = try await Rooms.message(bobEvents, "three")
+            #expect(three.isHistory && three.nick == "Alice" && !joined.created)
+            // None at all.
+            try await carol.join(Self.team, nick: "Carol", history: RoomHistoryRequest.none)
+            try await carol.settle()
+            #expect(Rooms.bodies(carolEvents, in: Self.team).isEmpty)
+        }
+    }
+
     /// The server drops Alice's connection (a stream error ends her session, so the room
     /// lets her occupant go); her client reconnects, learns by self-ping (XEP-0410) that it
     /// is out, and enters again asking for the history since the last message it saw: what
