@@ -188,7 +188,7 @@ let package = Package(
         .testTarget(
             name: "ParleyClientTests",
             dependencies: [
-                "ParleyClient", "ParleyServer", "ParleyStorage", "ParleyCore", "ParleyTLS", "ParleyTestSupport",
+                "ParleyClient", "ParleyServer", "ParleyStorage", "ParleyCore", "ParleyTLS", "ParleyTestSupport", "ParleyMUC",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

@@ -19,6 +19,7 @@ struct Chat: AsyncParsableCommand {
         /nick NAME           your nickname                /whois JID    name, vCard, avatar, last seen, devices
         /avatar set FILE     your picture (PNG, JPEG…)    /avatar get JID [FILE]   save JID's picture
         /bookmarks [add ROOM [name] | remove ROOM]        group chats you keep
+        \(RoomCommands.help)
         /quit                /help
         Any other line is sent to the contact chosen with /to.
         """
@@ -38,6 +39,10 @@ struct Chat: AsyncParsableCommand {
                 // The server echoes our own presence back; the user knows it already.
                 if case .presence(let update) = event, update.from.bare == me { continue }
                 guard progress.isNews(event) else { continue }
+                if case .room(let roomEvent) = event {
+                    if let line = RoomFormat.line(for: roomEvent, ownNick: await client.nick(in: roomEvent.room)) { print(line) }
+                    continue
+                }
                 let line = await MessageFormat.line(for: event, me: me) { id in try? await client.storedMessage(id: id) }
                 if let line { print(line) }
             }

@@ -12,6 +12,12 @@ struct ChatSession {
         let trimmed = line.trimmingCharacters(in: .whitespaces)
         guard !trimmed.isEmpty else { return true }
         guard trimmed.hasPrefix("/") else {
+            do {
+                if try await RoomCommands.say(line, in: current, client: client) { return true }
+            } catch {
+                print(Terminal.paint("\(error)", .red))
+                return true
+            }
             guard let current else {
                 print(Terminal.paint("choose who to talk to first: /to JID", .yellow))
                 return true
@@ -110,6 +116,7 @@ struct ChatSession {
                 }
                 print(Terminal.paint("status set", .gray))
             default:
+                if try await RoomCommands.handle(command, argument, rest, client: client, current: &current) { break }
                 print(Terminal.paint("unknown command \(command); /help lists them", .yellow))
             }
         } catch let error as CLIError {

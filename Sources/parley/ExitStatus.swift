@@ -47,6 +47,10 @@ struct CLIError: Error {
             self.init("signed out: \(reason)", .refused)
         case ClientError.registrationRefused(let error):
             self.init("the server refused: \(Self.describe(error))", .refused)
+        case ClientError.refused(let error):
+            self.init("refused: \(Self.describe(error))", .refused)
+        case ClientError.notInRoom, ClientError.invalidArgument:
+            self.init("\(error)", .usage)
         case let error as StanzaError:
             self.init("the server refused: \(Self.describe(error))", .refused)
         case let error as JIDError:

@@ -160,6 +160,12 @@ final class TerminalSession {
         return text.replacing(#/\x{1B}\[[0-9;?]*[A-Za-z]/#, with: "").replacingOccurrences(of: "\r", with: "")
     }
 
+    /// Everything printed so far, colour codes included.
+    var rawScreen: String {
+        drain()
+        return output.withLock { String(decoding: $0, as: UTF8.self) }
+    }
+
     /// Types a line (as Enter would end it).
     func type(_ line: String) throws {
         let bytes = Array((line + "\n").utf8)

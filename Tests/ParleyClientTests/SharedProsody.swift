@@ -10,7 +10,7 @@ struct SharedProsody: SuiteTrait, TestScoping {
 
     static let users = [
         "alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan", "judy", "kim", "cli", "clifriend", "lena", "mike",
-        "legacy@legacy.localhost",
+        "nora", "oscar", "pat", "quinn", "legacy@legacy.localhost",
     ]
     static func password(_ user: String) -> String { "\(user)'s password" }
 
@@ -21,7 +21,9 @@ struct SharedProsody: SuiteTrait, TestScoping {
             // A host without XEP-0402, where bookmarks live in private XML storage (XEP-0048).
             extraHosts: ["legacy.localhost": ["bookmarks", "pep", "vcard_legacy"]],
             // mod_csi_simple goes back to holding stanzas this soon after a flush (default 5 s).
-            options: "csi_resume_inactive_delay = 0.2")
+            options: "csi_resume_inactive_delay = 0.2",
+            // Group chat (XEP-0045) with room archives (XEP-0313 on the room JID).
+            components: "Component \"conference.localhost\" \"muc\"\n    modules_enabled = { \"muc_mam\" }\n")
         do {
             try await Self.$current.withValue(prosody) { try await function() }
         } catch {

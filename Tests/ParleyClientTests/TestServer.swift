@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ParleyClient
 import ParleyCore
+import ParleyMUC
 import ParleyServer
 import ParleyStorage
 import ParleyTLS
@@ -28,7 +29,8 @@ struct TestServer {
         configuration.shutdown.gracePeriod = .seconds(2)
         configuration.streamManagement.resumeTimeout = resumeTimeout
         configure(&configuration)
-        let running = try await RunningServer.start(configuration: configuration, logger: quietLogger("parleyd"))
+        let running = try await RunningServer.start(
+            configuration: configuration, logger: quietLogger("parleyd"), hostedServices: hostedServices(configuration))
         return TestServer(running: running, directory: directory)
     }
 
@@ -38,7 +40,15 @@ struct TestServer {
         var configuration = running.configuration
         configuration.c2s.port = running.c2sPort
         await running.shutdown()
-        running = try await RunningServer.start(configuration: configuration, logger: quietLogger("parleyd"))
+        running = try await RunningServer.start(
+            configuration: configuration, logger: quietLogger("parleyd"), hostedServices: Self.hostedServices(configuration))
+    }
+
+    /// The MUC service at conference.localhost, as parleyd starts it.
+    static func hostedServices(_ configuration: ServerConfiguration) -> [any HostedService] {
+        guard configuration.muc.enabled else { return [] }
+        let settings = MUCService.Settings(domain: configuration.mucDomain, serverDomain: configuration.domain, creators: nil)
+        return [MUCService(settings: settings, logger: quietLogger("parleyd.muc"))]
     }
 
     func createAccount(_ username: String, password: String = TestServer.password) async throws {

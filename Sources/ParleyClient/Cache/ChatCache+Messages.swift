@@ -40,6 +40,8 @@ public struct StoredMessage: Sendable, Equatable {
     /// The archive listed it, so its place in the conversation is the server's order, the
     /// same on every device; until then it sorts after every confirmed message.
     public var confirmedByArchive: Bool
+    /// In a room: the sender's nickname (ours for our own messages); nil in one-to-one chats.
+    public var nick: String? = nil
 
     /// For outgoing messages: a delivery receipt (or a read marker) came back.
     public var delivered: Bool { state >= .delivered }
@@ -50,6 +52,8 @@ public struct Conversation: Sendable, Equatable {
     public var peer: JID
     public var lastMessage: StoredMessage?
     public var unreadCount: Int
+    /// A group chat (XEP-0045): `peer` is the room.
+    public var isRoom = false
 }
 
 /// What the client writes for a sent or received message.
@@ -206,7 +210,7 @@ extension ChatCache {
     public func conversations() async throws -> [Conversation] {
         try await database.read { db in
             let rows = try Row.fetchAll(db, sql: """
-                SELECT c.peer AS peer, c.unread AS unread, m.*
+                SELECT c.peer AS peer, c.unread AS unread, c.is_room AS is_room, m.*
                 FROM conversation c
                 LEFT JOIN message m ON m.id = (
                     SELECT id FROM message WHERE peer = c.peer ORDER BY \(Self.reverseConversationOrder) LIMIT 1)
@@ -215,7 +219,7 @@ extension ChatCache {
             return rows.compactMap { row -> Conversation? in
                 guard let peer = try? JID(row["peer"] as String) else { return nil }
                 let last: StoredMessage? = (row["id"] as Int64?) == nil ? nil : Self.message(row)
-                return Conversation(peer: peer, lastMessage: last, unreadCount: row["unread"])
+                return Conversation(peer: peer, lastMessage: last, unreadCount: row["unread"], isRoom: row["is_room"])
             }
         }
     }
@@ -252,6 +256,7 @@ extension ChatCache {
                 sql: """
                     SELECT peer, COALESCE(origin_id, message_id) AS stanza_key, body FROM message
                     WHERE outgoing = 1 AND acknowledged = 0 AND retracted = 0 AND COALESCE(origin_id, message_id) IS NOT NULL
+                        AND nick IS NULL
                     ORDER BY message.id
                     """
             ).compactMap { row in
@@ -290,6 +295,6 @@ extension ChatCache {
             id: row["message_id"] ?? row["origin_id"], archiveID: row["stanza_id"], body: row["body"],
             timestamp: Date(timeIntervalSince1970: row["sent_at"]),
             state: StoredMessage.DeliveryState(rawValue: row["state"]) ?? .pending, retracted: row["retracted"],
-            confirmedByArchive: (row["archive_position"] as Int64?) != nil)
+            confirmedByArchive: (row["archive_position"] as Int64?) != nil, nick: row["nick"])
     }
 }

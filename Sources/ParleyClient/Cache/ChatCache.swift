@@ -81,6 +81,7 @@ public final class ChatCache: Sendable {
                 CREATE TABLE avatar (hash TEXT PRIMARY KEY NOT NULL, type TEXT NOT NULL, data BLOB NOT NULL);
                 """)
         }
+        registerRoomMigration(&migrator)
         return migrator
     }
 

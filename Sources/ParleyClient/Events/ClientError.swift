@@ -11,6 +11,13 @@ public enum ClientError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The server answered a request with an error (registration refused, password change
     /// not allowed, …).
     case registrationRefused(StanzaError)
+    /// The server or a room said no (XEP-0045: banned, wrong password, not a moderator, …),
+    /// with its stanza error condition and text.
+    case refused(StanzaError)
+    /// A room operation for a room we have not joined.
+    case notInRoom(JID)
+    /// A JID, nickname or value the call cannot use.
+    case invalidArgument(String)
 
     public var description: String {
         switch self {
@@ -21,6 +28,9 @@ public enum ClientError: Error, Sendable, Equatable, CustomStringConvertible {
         case .certificateUntrusted(let reason): "untrusted certificate: \(reason)"
         case .connectionFailed(let reason): reason
         case .registrationRefused(let error): "the server refused: \(error)"
+        case .refused(let error): "refused: " + (error.text.map { "\($0) (\(error.condition.rawValue))" } ?? error.condition.rawValue)
+        case .notInRoom(let room): "you are not in the room \(room)"
+        case .invalidArgument(let detail): detail
         }
     }
 }

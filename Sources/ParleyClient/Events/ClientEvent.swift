@@ -37,6 +37,8 @@ public enum ClientEvent: Sendable, Equatable {
     /// What we know of a contact's profile changed: their avatar (XEP-0084, or the vCard
     /// photo of XEP-0153), nickname (XEP-0172) or vCard names. Also for our own account.
     case contactProfileChanged(JID)
+    /// Group chat (XEP-0045): room messages, occupants, invitations, removals.
+    case room(RoomEvent)
     /// A stanza error for something this client sent.
     case stanzaError(id: String?, from: JID?, error: StanzaError)
 }

@@ -85,7 +85,9 @@ extension ArchiveItem {
         guard let archiveID = result[attribute: "id"],
             let forwarded = result.firstChild("forwarded", namespace: XMLNamespace.forward),
             let message = forwarded.firstChild("message", namespace: XMLNamespace.client),
-            let from = message.from.flatMap({ try? JID($0) })
+            let from = message.from.flatMap({ try? JID($0) }),
+            // Private messages in rooms and invitations to them are not one-to-one chats.
+            message.firstChild("x", namespace: RoomNamespace.user) == nil, message.firstChild("x", namespace: RoomNamespace.conference) == nil
         else { return nil }
         let outgoing = from.bare == ownBareJID
         guard let peer = outgoing ? message.to.flatMap({ try? JID($0) })?.bare : from.bare, peer != ownBareJID else { return nil }

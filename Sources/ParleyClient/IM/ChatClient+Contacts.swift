@@ -123,6 +123,7 @@ extension ChatClient {
     }
 
     func handlePresence(_ stanza: XMLElement) async {
+        if await handleRoomPresence(stanza) { return }
         guard let address = stanza.from, let from = try? JID(address) else { return }
         let peer = from.bare
         switch stanza.type {

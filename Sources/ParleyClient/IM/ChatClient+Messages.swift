@@ -52,9 +52,10 @@ extension ChatClient {
     /// - Parameter answersReceipts: false for a carbon copy, which the device it was
     ///   addressed to answers.
     func handleMessage(_ stanza: XMLElement, answersReceipts: Bool = true) async {
-        if collectArchiveResult(stanza) { return }
+        if collectRoomArchiveResult(stanza) || collectArchiveResult(stanza) { return }
         if await handleCarbon(stanza) { return }
         if await handlePubSubEvent(stanza) { return }
+        if await handleRoomMessage(stanza) { return }
         guard let message = IncomingMessage(stanza, ownBareJID: ownBareJID) else { return }
         if message.type == "error" {
             let error = StanzaError(stanza: stanza) ?? StanzaError(.undefinedCondition)
@@ -74,7 +75,7 @@ extension ChatClient {
         if let displayed = message.displayedMarker {
             if await persisted(or: true, { try await $0.markReadUpTo(id: displayed, peer: message.from) }) { await emit(.displayed(messageID: displayed, by: message.from)) }
         }
-        // Group chat is not supported; its messages are not one-to-one conversations.
+        // Groupchat from rooms we are not in: not a one-to-one conversation.
         guard message.type != "groupchat" else { return }
         if let target = message.retracts {
             // Only the sender may take a message back: the lookup is among what `from` sent.

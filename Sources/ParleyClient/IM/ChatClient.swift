@@ -52,6 +52,8 @@ public actor ChatClient {
     var onlineResources: [JID: [String: OnlineResource]] = [:]
     /// XEP-0402 (true) or XEP-0048 (false) bookmarks, once asked in this session.
     var nativeBookmarks: Bool?
+    /// The rooms we are in or entering (XEP-0045), see ChatClient+Rooms.
+    var muc = RoomRegistry()
     private var installed = false
     private let inbox: AsyncStream<InboxItem>.Continuation
 
@@ -148,6 +150,8 @@ public actor ChatClient {
     /// Runs after every successful (re)connect. A resumed session kept its roster and
     /// presence on the server, so only the archive is consulted, for order.
     private func sessionStarted(_ jid: JID, resumed: Bool) async {
+        // Rooms first, in parallel with the rest: the sooner we are back, the less we miss.
+        Task { await self.checkRooms() }
         if !resumed {
             archiveAvailable = true
             nativeBookmarks = nil
@@ -175,7 +179,10 @@ public actor ChatClient {
         let presence = presenceStanza(for: status)
         await xmpp.setInitialPresence(presence)
         // While disconnected, the next session starts with it; queueing it too would send it twice.
-        if await xmpp.boundJID != nil { await xmpp.send(presence) }
+        if await xmpp.boundJID != nil {
+            await xmpp.send(presence)
+            await announceStatusToRooms(presence)
+        }
     }
 
     /// Our presence changed (its vCard photo hash): contacts learn of it now, and the next
