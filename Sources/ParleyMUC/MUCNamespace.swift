@@ -37,6 +37,8 @@ enum MUCStatus: Int, Sendable {
     case nowNonAnonymous = 172
     /// The room now shows real JIDs to moderators only.
     case nowSemiAnonymous = 173
+    /// The room stopped keeping an archive (a configuration change).
+    case loggingDisabled = 171
     /// The service assigned or changed the occupant's nickname.
     case nickAssigned = 210
     /// Removed because an affiliation change took the right to be in the room.

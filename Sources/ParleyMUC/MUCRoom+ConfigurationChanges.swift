@@ -17,8 +17,11 @@ extension MUCRoom {
         var codes: [MUCStatus] = []
         var others = configuration
         others.whois = old.whois
+        others.archiving = old.archiving
         if others != old { codes.append(.configurationChanged) }
         if configuration.whois != old.whois { codes.append(configuration.whois == .anyone ? .nowNonAnonymous : .nowSemiAnonymous) }
+        // §10.2.1: logging switched is privacy-related, told in the same notice (170/171), not as 104.
+        if configuration.archiving != old.archiving { codes.append(configuration.archiving ? .logged : .loggingDisabled) }
         guard !codes.isEmpty else { return removed }
         let x = XMLElement(
             "x", namespace: MUCNamespace.user, [:],

@@ -151,21 +151,4 @@ extension MUCService {
         set.append(XMLElement("count", text: String(page.count)))
         return XMLElement("fin", namespace: XMLNamespace.archive, ["complete": page.complete ? "true" : "false"], [set])
     }
-
-    // MARK: Configuration
-
-    /// XEP-0045 §10.2.1: occupants learn that the room's logging changed (170 now logged,
-    /// 171 no longer), in a groupchat message from the room.
-    func announceArchiving(_ room: MUCRoom, wasArchiving: Bool, out: inout [XMLElement]) {
-        guard room.configuration.archiving != wasArchiving else { return }
-        let code = room.configuration.archiving ? "170" : "171"
-        for session in room.allSessions {
-            let status = XMLElement("status", namespace: MUCNamespace.user, ["code": code])
-            out.append(
-                XMLElement(
-                    "message", namespace: XMLNamespace.client,
-                    ["from": room.jid.description, "to": session.description, "type": "groupchat", "id": "config-\(code)"],
-                    [XMLElement("x", namespace: MUCNamespace.user, [:], [status])]))
-        }
-    }
 }

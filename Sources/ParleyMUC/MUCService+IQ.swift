@@ -127,7 +127,6 @@ extension MUCService {
         switch form[attribute: "type"] {
         case "submit":
             let wasPersistent = room.configuration.persistent && !room.locked
-            let wasArchiving = room.configuration.archiving
             do {
                 try room.configuration.apply(form)
             } catch {
@@ -143,7 +142,6 @@ extension MUCService {
             }
             state.rooms[key] = room
             persist(key, wasPersistent: wasPersistent, state: &state)
-            announceArchiving(room, wasArchiving: wasArchiving, out: &out)
         case "cancel":
             out.append(stanza.iqResult())
             if room.locked { destroy(key, reason: nil, state: &state, out: &out) }

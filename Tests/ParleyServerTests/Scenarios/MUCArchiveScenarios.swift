@@ -158,13 +158,19 @@ import Testing
 
             let refused = try await carol.queryRoomArchive("team")
             #expect(refused.iq.stanzaErrorCondition == .forbidden && refused.results.isEmpty, "\(refused.iq.xmlString())")
-            let member = try await MUCModerationScenarios.admin(alice, "<item jid='carol@localhost' affiliation='member'/>", id: "m")
-            #expect(member.type == "result")
+            try await alice.sendAdmin("<item jid='carol@localhost' affiliation='member'/>", id: "m")
+            // Alice, an owner, is told of the change to someone not in the room, then answered.
+            #expect(try await alice.expect("message").mucItem?[attribute: "affiliation"] == "member")
+            try await alice.expectResult("m")
+            #expect(try await carol.expect("message").statusCodes == [101])
             #expect(try await carol.queryRoomArchive("team", queryID: "member").bodies == ["secret"])
 
             try await MUC.configure(alice, "team", "<field var='muc#roomconfig_membersonly'><value>0</value></field>")
-            let ban = try await MUCModerationScenarios.admin(alice, "<item jid='bob@localhost' affiliation='outcast'/>", id: "b")
-            #expect(ban.type == "result")
+            #expect(try await alice.expect("message").statusCodes == [104])
+            try await alice.sendAdmin("<item jid='bob@localhost' affiliation='outcast'/>", id: "b")
+            #expect(try await alice.expect("message").mucItem?[attribute: "affiliation"] == "outcast")
+            try await alice.expectResult("b")
+            #expect(try await bob.expect("message").statusCodes == [101])
             let banned = try await bob.queryRoomArchive("team", queryID: "banned")
             #expect(banned.iq.stanzaErrorCondition == .forbidden && banned.results.isEmpty)
         }
