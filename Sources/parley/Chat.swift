@@ -19,6 +19,7 @@ struct Chat: AsyncParsableCommand {
         /nick NAME           your nickname                /whois JID    name, vCard, avatar, last seen, devices
         /avatar set FILE     your picture (PNG, JPEG…)    /avatar get JID [FILE]   save JID's picture
         /bookmarks [add ROOM [name] | remove ROOM]        group chats you keep
+        \(MediaCommands.help)
         /quit                /help
         Any other line is sent to the contact chosen with /to.
         """
@@ -32,13 +33,15 @@ struct Chat: AsyncParsableCommand {
             throw CLIError(error, account: configuration.jid)
         }
         let me = configuration.jid.bare
+        let shelf = MediaShelf()
         let printer = Task {
             var progress = DeliveryProgress()
             for await event in client.events {
                 // The server echoes our own presence back; the user knows it already.
                 if case .presence(let update) = event, update.from.bare == me { continue }
                 guard progress.isNews(event) else { continue }
-                let line = await MessageFormat.line(for: event, me: me) { id in try? await client.storedMessage(id: id) }
+                var line = await MediaCommands.line(for: event, me: me, shelf: shelf)
+                if line == nil { line = await MessageFormat.line(for: event, me: me) { id in try? await client.storedMessage(id: id) } }
                 if let line { print(line) }
             }
         }
@@ -50,7 +53,7 @@ struct Chat: AsyncParsableCommand {
             try? await Task.sleep(for: .milliseconds(50))
             throw CLIError(error, account: configuration.jid)
         }
-        var session = ChatSession(client: client, current: try to.map(parseJID))
+        var session = ChatSession(client: client, current: try to.map(parseJID), media: shelf)
         print(Terminal.paint("type /help for commands", .gray))
         for await line in StandardInput.lines() {
             if try await !session.handle(line) { break }

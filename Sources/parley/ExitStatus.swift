@@ -49,6 +49,11 @@ struct CLIError: Error {
             self.init("the server refused: \(Self.describe(error))", .refused)
         case let error as StanzaError:
             self.init("the server refused: \(Self.describe(error))", .refused)
+        case ClientError.fileUnavailable(let reason):
+            self.init(reason, .usage)
+        case ClientError.fileTooLarge, ClientError.uploadNotAllowed, ClientError.uploadQuotaExceeded, ClientError.uploadRefused,
+            ClientError.noUploadService, ClientError.httpStatus, ClientError.downloadMismatch:
+            self.init("\(error)", .refused)
         case let error as JIDError:
             self.init("invalid address: \(error)", .usage)
         default:

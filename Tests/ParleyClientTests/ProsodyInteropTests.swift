@@ -100,8 +100,11 @@ final class ProsodyServer: @unchecked Sendable {
     /// `modules` are enabled on top of the basic set (for example "smacks", "mam").
     /// A user named "name@host" is created on `host`, one of `extraHosts` (virtual hosts that
     /// lack the modules listed for them), instead of on localhost.
-    /// `options` are more global settings, as Lua lines.
-    static func start(users: [String: String], modules: [String] = [], extraHosts: [String: [String]] = [:], options: String = "") async throws -> ProsodyServer {
+    /// `options` are more global settings, as Lua lines; `components` are Lua lines after the
+    /// hosts (`Component "…" "…"` sections).
+    static func start(
+        users: [String: String], modules: [String] = [], extraHosts: [String: [String]] = [:], options: String = "", components: String = ""
+    ) async throws -> ProsodyServer {
         for tool in [executable, control] where !FileManager.default.isExecutableFile(atPath: tool) {
             throw Failure(description: "\(tool) is missing: the Prosody interop test needs Debian's prosody 0.12 package (run scripts/install-deps.sh, or apt-get install prosody)")
         }
@@ -118,7 +121,7 @@ final class ProsodyServer: @unchecked Sendable {
         // The port is free when probed but could be taken before Prosody binds it: try again.
         for _ in 0..<3 {
             let port = try LoopbackPort.unusedBelowEphemeralRange()
-            try writeConfig(directory: directory, port: port, modules: modules, extraHosts: extraHosts, options: options)
+            try writeConfig(directory: directory, port: port, modules: modules, extraHosts: extraHosts, options: options, components: components)
             if !FileManager.default.fileExists(atPath: directory + "/data/localhost/accounts") {
                 for (user, password) in users.sorted(by: { $0.key < $1.key }) {
                     let parts = user.split(separator: "@").map(String.init)
@@ -153,7 +156,9 @@ final class ProsodyServer: @unchecked Sendable {
         throw Failure(description: "Prosody did not start: \(lastFailure)\n--- prosody.log ---\n\(log)\n--- output ---\n\(out)")
     }
 
-    private static func writeConfig(directory: String, port: Int, modules: [String], extraHosts: [String: [String]], options: String) throws {
+    private static func writeConfig(
+        directory: String, port: Int, modules: [String], extraHosts: [String: [String]], options: String, components: String
+    ) throws {
         func lua(_ text: String) -> String {
             "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
         }
@@ -184,7 +189,7 @@ final class ProsodyServer: @unchecked Sendable {
 
             """ + extraHosts.sorted(by: { $0.key < $1.key }).map { host, disabled in
                 "VirtualHost \(lua(host))\n    modules_disabled = { \(disabled.map { lua($0) + ";" }.joined(separator: " ")) }\n"
-            }.joined()
+            }.joined() + components
         try config.write(toFile: configPath(in: directory), atomically: true, encoding: .utf8)
     }
 

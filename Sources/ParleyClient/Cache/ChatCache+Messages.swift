@@ -40,6 +40,8 @@ public struct StoredMessage: Sendable, Equatable {
     /// The archive listed it, so its place in the conversation is the server's order, the
     /// same on every device; until then it sorts after every confirmed message.
     public var confirmedByArchive: Bool
+    /// The file a media message shares.
+    public var media: MediaAttachment?
 
     /// For outgoing messages: a delivery receipt (or a read marker) came back.
     public var delivered: Bool { state >= .delivered }
@@ -61,6 +63,7 @@ struct MessageRecord: Sendable {
     var stanzaID: String? = nil
     var body: String
     var timestamp: Date
+    var media: MediaAttachment? = nil
 }
 
 extension ChatCache {
@@ -112,12 +115,12 @@ extension ChatCache {
         try db.execute(
             sql: """
                 INSERT INTO message (peer, outgoing, message_id, origin_id, stanza_id, body, sent_at, state, archive_position, retracted,
-                    acknowledged)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    acknowledged, media)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 peer, outgoing, record.id, record.originID, record.stanzaID, record.body, record.timestamp.timeIntervalSince1970,
-                state.rawValue, archivePosition, retracted, outgoing && state >= .sent,
+                state.rawValue, archivePosition, retracted, outgoing && state >= .sent, record.media.flatMap(Self.encodeMedia),
             ])
         let row = db.lastInsertedRowID
         try db.execute(
@@ -245,18 +248,18 @@ extension ChatCache {
 
     /// Messages we wrote that no server has acknowledged, oldest first: what a previous run of
     /// the program left unsent (or unconfirmed) when it ended.
-    func unacknowledgedOutgoing() async throws -> [(peer: JID, id: String, body: String)] {
+    func unacknowledgedOutgoing() async throws -> [(peer: JID, id: String, body: String, media: MediaAttachment?)] {
         try await database.read { db in
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT peer, COALESCE(origin_id, message_id) AS stanza_key, body FROM message
+                    SELECT peer, COALESCE(origin_id, message_id) AS stanza_key, body, media FROM message
                     WHERE outgoing = 1 AND acknowledged = 0 AND retracted = 0 AND COALESCE(origin_id, message_id) IS NOT NULL
                     ORDER BY message.id
                     """
             ).compactMap { row in
                 guard let peer = try? JID(row["peer"] as String) else { return nil }
-                return (peer, row["stanza_key"], row["body"])
+                return (peer, row["stanza_key"], row["body"], Self.decodeMedia(row["media"]))
             }
         }
     }
@@ -290,6 +293,15 @@ extension ChatCache {
             id: row["message_id"] ?? row["origin_id"], archiveID: row["stanza_id"], body: row["body"],
             timestamp: Date(timeIntervalSince1970: row["sent_at"]),
             state: StoredMessage.DeliveryState(rawValue: row["state"]) ?? .pending, retracted: row["retracted"],
-            confirmedByArchive: (row["archive_position"] as Int64?) != nil)
+            confirmedByArchive: (row["archive_position"] as Int64?) != nil,
+            media: (row["retracted"] as Bool) ? nil : Self.decodeMedia(row["media"]) ?? MediaAttachment(bodyURL: row["body"]))
+    }
+
+    static func encodeMedia(_ media: MediaAttachment) -> String? {
+        (try? JSONEncoder().encode(media)).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    static func decodeMedia(_ text: String?) -> MediaAttachment? {
+        text.flatMap { try? JSONDecoder().decode(MediaAttachment.self, from: Data($0.utf8)) }
     }
 }

@@ -52,6 +52,8 @@ public actor ChatClient {
     var onlineResources: [JID: [String: OnlineResource]] = [:]
     /// XEP-0402 (true) or XEP-0048 (false) bookmarks, once asked in this session.
     var nativeBookmarks: Bool?
+    /// The XEP-0363 service found for this account (see ChatClient+Upload).
+    var uploadService: UploadServiceInfo?
     private var installed = false
     private let inbox: AsyncStream<InboxItem>.Continuation
 
