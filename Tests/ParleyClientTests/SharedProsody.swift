@@ -28,15 +28,14 @@ struct SharedProsody: SuiteTrait, TestScoping {
             // mod_csi_simple goes back to holding stanzas this soon after a flush (default 5 s).
             options: """
                 csi_resume_inactive_delay = 0.2
-                http_ports = { \(httpPort) }
-                http_interfaces = { "127.0.0.1" }
                 """,
             components: """
                 Component "upload.localhost" "http_file_share"
                     http_host = "localhost"
                     http_file_share_size_limit = 1000000
 
-                """)
+                """,
+            httpPort: httpPort)
         do {
             try await Self.$current.withValue(prosody) { try await function() }
         } catch {
