@@ -4,6 +4,8 @@
 set -euo pipefail
 
 debian_packages=(pkg-config libxml2-dev libssl-dev libsqlite3-dev libxml2-utils prosody go-sendxmpp procps)
+# The client media tests make their HTTPS certificate with the openssl command.
+debian_packages+=(openssl)
 python_packages=("slixmpp==1.17.0" "pytest")
 
 missing=()
