@@ -194,8 +194,9 @@ let package = Package(
             name: "ParleyClientTests",
             dependencies: [
                 "ParleyClient", "ParleyServer", "ParleyStorage", "ParleyCore", "ParleyTLS", "ParleyTestSupport",
-                // Media messages need parleyd's upload service and HTTP listener in the test server.
-                "ParleyHTTP",
+                // Media messages need parleyd's upload service and HTTP listener in the test server,
+                // and its rooms for files sent to a room.
+                "ParleyHTTP", "ParleyMUC",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

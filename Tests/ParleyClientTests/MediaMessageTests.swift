@@ -76,6 +76,34 @@ import Testing
         #expect(throws: SchemaValidator.Failure.self) { try SchemaValidator.shared.validate(broken) }
     }
 
+    @Test func aFileSentToARoomGoesAsGroupchatWithItsMetadata() async throws {
+        try await UploadTestServer.with(rooms: true) { server in
+            try await server.server.createAccount("ivan")
+            let (ivan, _) = try server.client("ivan")
+            let seen = StanzaLog()
+            await ivan.xmpp.addStanzaHandler { seen.append($0) }
+            try await ivan.connect()
+            let room = try JID("lounge@conference.localhost")
+            await ivan.xmpp.send(XMLElement("presence", ["to": "\(room)/ivan"], [XMLElement("x", namespace: "http://jabber.org/protocol/muc")]))
+            try await eventually("ivan is in the room") { seen.all.contains { $0.name == "presence" && $0.from == "\(room)/ivan" } }
+            // XEP-0045 §10.1.2: the new room opens once its owner accepts the default configuration.
+            let form = XMLElement("x", namespace: XMLNamespace.dataForms, ["type": "submit"])
+            _ = try await ivan.xmpp.request(XMLElement(
+                "iq", ["type": "set", "to": room.description], [XMLElement("query", namespace: "http://jabber.org/protocol/muc#owner", [:], [form])]))
+
+            let path = try temporaryFile("slides.pdf", Array(repeating: 0x25, count: 70_000))
+            let sent = try await ivan.sendFile(path, to: room, type: "groupchat")
+            #expect(sent.media.mediaType == "application/pdf" && sent.media.kind == .file)
+            try await eventually("the room sent the file back") {
+                seen.all.contains { $0.name == "message" && $0.type == "groupchat" && $0.firstChild("x", namespace: MediaNamespace.outOfBand) != nil }
+            }
+            let reflected = try #require(seen.all.last { $0.name == "message" && $0.type == "groupchat" })
+            #expect(reflected.from == "\(room)/ivan" && reflected.firstChild("body")?.text == sent.media.url)
+            #expect(MediaAttachment(message: reflected) == sent.media)
+            await ivan.disconnect()
+        }
+    }
+
     @Test func aFileWhoseHashDiffersIsRemovedWithAClearError() async throws {
         try await UploadTestServer.with { server in
             try await server.server.createAccount("carol")

@@ -39,6 +39,7 @@ extension ChatClient {
         var attempt = 0
         while true {
             attempt += 1
+            try Task.checkCancellation()
             try await xmpp.connect()
             let lostBefore = await xmpp.connectionsLost
             let service = try await discoverUploadService()
@@ -63,6 +64,7 @@ extension ChatClient {
             // dropped under goes again, even if its PUT got through, so the message always
             // names a file whose whole journey happened in one session.
             let survived = await xmpp.connectionsLost == lostBefore
+            try Task.checkCancellation()
             switch outcome {
             case .finished where !survived && attempt < Self.uploadAttempts:
                 logger.info("connection lost during the upload; starting over", metadata: ["file": "\(name)"])

@@ -92,15 +92,21 @@ public struct MediaAttachment: Sendable, Equatable, Codable {
     static func name(fromURL url: String) -> String {
         let path = URLComponents(string: url)?.path ?? ""
         let last = path.split(separator: "/").last.map(String.init) ?? ""
-        let decoded = last.removingPercentEncoding ?? last
+        let decoded = printable(last.removingPercentEncoding ?? last)
         return decoded.isEmpty ? "file" : String(decoded.prefix(maxNameLength))
+    }
+
+    /// The sender's name without control characters: a name is shown on terminals, where an
+    /// escape sequence in it would act rather than show.
+    static func printable(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.filter { $0.properties.generalCategory != .control }))
     }
 
     /// XEP-0446 §3's fields; malformed ones (a negative size, say) are ignored, not trusted.
     private mutating func apply(_ file: XMLElement) {
         let ns = MediaNamespace.fileMetadata
         if let text = file.firstChild("name", namespace: ns)?.text.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty {
-            name = String(text.prefix(Self.maxNameLength))
+            name = Self.printable(String(text.prefix(Self.maxNameLength)))
         }
         if let text = file.firstChild("media-type", namespace: ns)?.text, text.contains("/"), text.utf8.count <= 255 {
             mediaType = text.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()

@@ -3,6 +3,7 @@ import Logging
 import ParleyClient
 import ParleyCore
 import ParleyHTTP
+import ParleyMUC
 import ParleyServer
 import ParleyTestSupport
 import ServiceLifecycle
@@ -26,7 +27,8 @@ final class UploadTestServer: Sendable {
         self.running = running
     }
 
-    static func start(maxFileSize: Int = 20_000_000) async throws -> UploadTestServer {
+    /// `rooms`: with parleyd's MUC service at conference.localhost too.
+    static func start(maxFileSize: Int = 20_000_000, rooms: Bool = false) async throws -> UploadTestServer {
         let directory = NSTemporaryDirectory() + "parley-client-media-" + UUID().uuidString
         var configuration = ServerConfiguration()
         configuration.dataDirectory = directory
@@ -41,7 +43,12 @@ final class UploadTestServer: Sendable {
         (configuration.tls.certificate, configuration.tls.key) = try await rootCapableCertificate(in: directory + "/test-tls")
         let upload = UploadService(
             domain: configuration.uploadDomain, serverDomain: configuration.domain, maxFileSize: configuration.http.upload.maxFileSize)
-        let running = try await RunningServer.start(configuration: configuration, logger: quietLogger("parleyd"), hostedServices: [upload])
+        var services: [any HostedService] = [upload]
+        if rooms {
+            services.append(MUCService(
+                settings: MUCService.Settings(domain: configuration.mucDomain, serverDomain: configuration.domain), logger: quietLogger("muc")))
+        }
+        let running = try await RunningServer.start(configuration: configuration, logger: quietLogger("parleyd"), hostedServices: services)
         let logger = quietLogger("parleyd.http")
         do {
             let http = try ParleyHTTPServer(
@@ -85,8 +92,8 @@ final class UploadTestServer: Sendable {
     }
 
     /// Runs `body` with a fresh server and stops it afterwards whatever happened.
-    static func with(maxFileSize: Int = 20_000_000, _ body: (UploadTestServer) async throws -> Void) async throws {
-        let server = try await start(maxFileSize: maxFileSize)
+    static func with(maxFileSize: Int = 20_000_000, rooms: Bool = false, _ body: (UploadTestServer) async throws -> Void) async throws {
+        let server = try await start(maxFileSize: maxFileSize, rooms: rooms)
         do {
             try await body(server)
         } catch {
@@ -124,6 +131,13 @@ func temporaryFile(_ name: String, _ bytes: [UInt8]) throws -> String {
     let path = folder + "/" + name
     try Data(bytes).write(to: URL(fileURLWithPath: path))
     return path
+}
+
+/// Stanzas a handler saw, for assertions.
+final class StanzaLog: Sendable {
+    private let stanzas = Mutex<[XMLElement]>([])
+    var all: [XMLElement] { stanzas.withLock { $0 } }
+    func append(_ stanza: XMLElement) { stanzas.withLock { $0.append(stanza) } }
 }
 
 /// Progress reports as a handler receives them, for assertions.
