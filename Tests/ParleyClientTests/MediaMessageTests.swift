@@ -104,6 +104,35 @@ import Testing
         }
     }
 
+    @Test func aMediaMessageTheLastRunLeftUnacknowledgedGoesAgainWithItsMetadata() async throws {
+        try await UploadTestServer.with { server in
+            try await server.server.createAccount("judy")
+            try await server.server.createAccount("kim")
+            // What sendFile keeps before sending, as a run that ended before the server's
+            // acknowledgement left it.
+            let cachePath = server.server.directory + "/clients/judy-previous-run.sqlite"
+            let media = MediaAttachment(
+                url: "https://localhost/x/y/map.png", name: "map.png", size: 1234, mediaType: "image/png",
+                sha256: Base64.encode(try HashFunction.sha256.digest(Array("map".utf8))), width: 10, height: 20)
+            let earlier = try ChatCache(path: cachePath)
+            #expect(try await earlier.store(MessageRecord(
+                peer: jid("kim"), direction: .outgoing, id: "m-1", originID: "m-1", body: media.url, timestamp: Date(), media: media)))
+            let (kim, kimEvents) = try server.client("kim")
+            try await kim.connect()
+            var configuration = try server.server.configuration(for: "judy")
+            configuration.httpTrustedCertificateFile = server.server.running.certificatePath
+            let judy = try ChatClient(configuration: configuration, cachePath: cachePath, logger: quietLogger("client.judy"))
+            try await judy.connect()
+            let event = try await kimEvents.next("the media message") { if case .message(let m) = $0 { m.id == "m-1" } else { false } }
+            guard case .message(let message) = event else { return }
+            #expect(message.media == media && message.body == media.url)
+            try await judy.settle()
+            #expect(try await judy.storedMessage(id: "m-1")?.state == .sent)
+            await judy.disconnect()
+            await kim.disconnect()
+        }
+    }
+
     @Test func aFileWhoseHashDiffersIsRemovedWithAClearError() async throws {
         try await UploadTestServer.with { server in
             try await server.server.createAccount("carol")
