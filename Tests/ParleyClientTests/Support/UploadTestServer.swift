@@ -28,7 +28,7 @@ final class UploadTestServer: Sendable {
     }
 
     /// `rooms`: with parleyd's MUC service at conference.localhost too.
-    static func start(maxFileSize: Int = 20_000_000, rooms: Bool = false) async throws -> UploadTestServer {
+    static func start(maxFileSize: Int = 20_000_000, rooms: Bool = false, tls: Bool = true) async throws -> UploadTestServer {
         let directory = NSTemporaryDirectory() + "parley-client-media-" + UUID().uuidString
         var configuration = ServerConfiguration()
         configuration.dataDirectory = directory
@@ -37,7 +37,7 @@ final class UploadTestServer: Sendable {
         configuration.shutdown.gracePeriod = .seconds(2)
         configuration.http.enabled = true
         configuration.http.port = 0
-        configuration.http.tls = true
+        configuration.http.tls = tls
         configuration.http.upload.maxFileSize = maxFileSize
         configuration.http.upload.secret = "client-media-tests-secret-0123456789abcdef"
         (configuration.tls.certificate, configuration.tls.key) = try await rootCapableCertificate(in: directory + "/test-tls")
@@ -92,8 +92,10 @@ final class UploadTestServer: Sendable {
     }
 
     /// Runs `body` with a fresh server and stops it afterwards whatever happened.
-    static func with(maxFileSize: Int = 20_000_000, rooms: Bool = false, _ body: (UploadTestServer) async throws -> Void) async throws {
-        let server = try await start(maxFileSize: maxFileSize, rooms: rooms)
+    static func with(
+        maxFileSize: Int = 20_000_000, rooms: Bool = false, tls: Bool = true, _ body: (UploadTestServer) async throws -> Void
+    ) async throws {
+        let server = try await start(maxFileSize: maxFileSize, rooms: rooms, tls: tls)
         do {
             try await body(server)
         } catch {
@@ -138,6 +140,19 @@ final class StanzaLog: Sendable {
     private let stanzas = Mutex<[XMLElement]>([])
     var all: [XMLElement] { stanzas.withLock { $0 } }
     func append(_ stanza: XMLElement) { stanzas.withLock { $0.append(stanza) } }
+}
+
+/// Resets the kernel's peak-RSS mark (VmHWM) to the current RSS: the peak, not the RSS after,
+/// tells whether a file was held (malloc hands a freed buffer straight back).
+func resetPeakResidentMemory() {
+    try? Data("5".utf8).write(to: URL(fileURLWithPath: "/proc/self/clear_refs"))
+}
+
+func residentMemoryKB(_ field: String = "VmRSS") -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") })
+    else { return 0 }
+    return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first ?? "0") ?? 0
 }
 
 /// Progress reports as a handler receives them, for assertions.
