@@ -142,19 +142,6 @@ final class StanzaLog: Sendable {
     func append(_ stanza: XMLElement) { stanzas.withLock { $0.append(stanza) } }
 }
 
-/// Resets the kernel's peak-RSS mark (VmHWM) to the current RSS: the peak, not the RSS after,
-/// tells whether a file was held (malloc hands a freed buffer straight back).
-func resetPeakResidentMemory() {
-    try? Data("5".utf8).write(to: URL(fileURLWithPath: "/proc/self/clear_refs"))
-}
-
-func residentMemoryKB(_ field: String = "VmRSS") -> Int {
-    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-        let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") })
-    else { return 0 }
-    return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first ?? "0") ?? 0
-}
-
 /// Progress reports as a handler receives them, for assertions.
 final class ProgressLog: Sendable {
     private let reports = Mutex<[TransferProgress]>([])
