@@ -129,6 +129,11 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // XEP-0363 transfers: HTTP(S) PUT and GET streamed from and to disk.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "_NIOFileSystem", package: "swift-nio"),
             ]),
         .executableTarget(
             name: "parley",
@@ -188,7 +193,11 @@ let package = Package(
         .testTarget(
             name: "ParleyClientTests",
             dependencies: [
-                "ParleyClient", "ParleyServer", "ParleyStorage", "ParleyCore", "ParleyTLS", "ParleyTestSupport", "ParleyMUC",
+                "ParleyClient", "ParleyServer", "ParleyStorage", "ParleyCore", "ParleyTLS", "ParleyTestSupport",
+                // Media messages need parleyd's upload service and HTTP listener in the test server,
+                // and its rooms for files sent to a room.
+                "ParleyHTTP", "ParleyMUC",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

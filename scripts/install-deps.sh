@@ -4,6 +4,9 @@
 set -euo pipefail
 
 debian_packages=(pkg-config libxml2-dev libssl-dev libsqlite3-dev libxml2-utils prosody go-sendxmpp procps)
+# The client media tests make their HTTPS certificate with the openssl command, and measure
+# the CLI's peak memory with GNU time.
+debian_packages+=(openssl time)
 python_packages=("slixmpp==1.17.0" "pytest")
 
 missing=()

@@ -48,6 +48,9 @@ public struct ClientConfiguration: Sendable {
     /// Use XEP-0198 when the server offers it: acknowledgements, so nothing unacknowledged is
     /// forgotten, and resumption of the session after a dropped connection.
     public var streamManagement = true
+    /// HTTPS file transfers (XEP-0363) trust the system roots and also this PEM file: a
+    /// private CA, or the upload server's own self-signed certificate.
+    public var httpTrustedCertificateFile: String?
 
     public init(jid: JID, password: String) {
         self.jid = jid

@@ -21,6 +21,9 @@ public actor XMPPClient {
     /// The stream features the server offered after authentication (roster versioning and
     /// the like), for the current session.
     public private(set) var streamFeatures: XMLElement?
+    /// How many established connections have ended other than by `disconnect()`: work tied
+    /// to a connection (an upload slot, say) compares it before and after to know it survived.
+    public private(set) var connectionsLost = 0
 
     private let eventSink: AsyncStream<ClientEvent>.Continuation
     private let group: any EventLoopGroup
@@ -235,6 +238,7 @@ public actor XMPPClient {
 
     private func connectionEnded(_ end: ConnectionEnd) {
         guard state == .connecting || state == .connected else { return }
+        if state == .connected { connectionsLost += 1 }
         connection = nil
         managedIsLive = false
         resumeAcknowledgementWaiters()

@@ -18,6 +18,8 @@ struct AccountConfig: Decodable {
     var trustedFingerprint: String?
     var password: String?
     var directTLS: Bool?
+    /// A PEM file HTTPS file transfers trust besides the system roots.
+    var httpTrustedCertificate: String?
     /// The SQLite cache of roster and messages; default under ~/.local/share/parley.
     var cache: String?
 
@@ -25,6 +27,7 @@ struct AccountConfig: Decodable {
         case jid, host, port, password, cache
         case trustedFingerprint = "trusted_fingerprint"
         case directTLS = "direct_tls"
+        case httpTrustedCertificate = "http_trusted_certificate"
     }
 
     static var defaultPath: String {

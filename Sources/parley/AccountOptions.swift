@@ -22,6 +22,9 @@ struct AccountOptions: ParsableArguments {
     @Option(help: "Trust the server certificate with this SHA-256 fingerprint (for self-signed servers).")
     var trustFingerprint: String?
 
+    @Option(name: .customLong("trust-http-certificate"), help: "For HTTPS file transfers, also trust this PEM certificate or CA file (a self-signed upload server).")
+    var trustHTTPCertificate: String?
+
     @Flag(help: "TLS from the first byte (XEP-0368) instead of STARTTLS.")
     var directTLS = false
 
@@ -50,6 +53,7 @@ struct AccountOptions: ParsableArguments {
         if let fingerprint = trustFingerprint ?? file.trustedFingerprint {
             configuration.trust = .pinned(.sha256Fingerprint(fingerprint))
         }
+        configuration.httpTrustedCertificateFile = trustHTTPCertificate ?? file.httpTrustedCertificate
         configuration.reconnect.enabled = reconnect
         return (configuration, file.cache ?? AccountConfig.defaultCachePath(for: account))
     }

@@ -20,6 +20,7 @@ struct Chat: AsyncParsableCommand {
         /avatar set FILE     your picture (PNG, JPEG…)    /avatar get JID [FILE]   save JID's picture
         /bookmarks [add ROOM [name] | remove ROOM]        group chats you keep
         \(RoomCommands.help)
+        \(MediaCommands.help)
         /quit                /help
         Any other line is sent to the contact chosen with /to.
         """
@@ -33,6 +34,7 @@ struct Chat: AsyncParsableCommand {
             throw CLIError(error, account: configuration.jid)
         }
         let me = configuration.jid.bare
+        let shelf = MediaShelf()
         let printer = Task {
             var progress = DeliveryProgress()
             for await event in client.events {
@@ -43,7 +45,8 @@ struct Chat: AsyncParsableCommand {
                     if let line = RoomFormat.line(for: roomEvent, ownNick: await client.nick(in: roomEvent.room)) { print(line) }
                     continue
                 }
-                let line = await MessageFormat.line(for: event, me: me) { id in try? await client.storedMessage(id: id) }
+                var line = await MediaCommands.line(for: event, me: me, shelf: shelf)
+                if line == nil { line = await MessageFormat.line(for: event, me: me) { id in try? await client.storedMessage(id: id) } }
                 if let line { print(line) }
             }
         }
@@ -55,7 +58,7 @@ struct Chat: AsyncParsableCommand {
             try? await Task.sleep(for: .milliseconds(50))
             throw CLIError(error, account: configuration.jid)
         }
-        var session = ChatSession(client: client, current: try to.map(parseJID))
+        var session = ChatSession(client: client, current: try to.map(parseJID), media: shelf)
         print(Terminal.paint("type /help for commands", .gray))
         for await line in StandardInput.lines() {
             if try await !session.handle(line) { break }

@@ -6,6 +6,8 @@ import ParleyCore
 struct ChatSession {
     let client: ChatClient
     var current: JID?
+    /// The media messages shown, by number (see MediaCommands).
+    var media = MediaShelf()
 
     /// Handles one line; false means quit.
     mutating func handle(_ line: String) async throws -> Bool {
@@ -98,7 +100,9 @@ struct ChatSession {
                 print(Terminal.paint("talking to \(jid)", .gray))
             case "/history":
                 let jid = try jidArgument(argument ?? current?.description, usage: "/history JID")
-                for message in try await client.history(with: jid, limit: 30) { print(MessageFormat.historyLine(message)) }
+                for message in try await client.history(with: jid, limit: 30) {
+                    print(await MediaCommands.historyLine(message, shelf: media) ?? MessageFormat.historyLine(message))
+                }
                 try await client.markRead(jid)
             case "/recall":
                 guard let current else { throw CLIError("choose who to talk to first: /to JID", .usage) }
@@ -115,6 +119,8 @@ struct ChatSession {
                     await client.setStatus(.available, text: all.isEmpty ? nil : all)
                 }
                 print(Terminal.paint("status set", .gray))
+            case "/send-file", "/download", "/open":
+                _ = try await MediaCommands.handle(command, [argument, rest].compactMap { $0 }.joined(separator: " "), session: self)
             default:
                 if try await RoomCommands.handle(command, argument, rest, client: client, current: &current) { break }
                 print(Terminal.paint("unknown command \(command); /help lists them", .yellow))

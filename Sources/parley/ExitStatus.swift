@@ -53,6 +53,11 @@ struct CLIError: Error {
             self.init("\(error)", .usage)
         case let error as StanzaError:
             self.init("the server refused: \(Self.describe(error))", .refused)
+        case ClientError.fileUnavailable(let reason):
+            self.init(reason, .usage)
+        case ClientError.fileTooLarge, ClientError.uploadNotAllowed, ClientError.uploadQuotaExceeded, ClientError.uploadRefused,
+            ClientError.noUploadService, ClientError.httpStatus, ClientError.downloadMismatch:
+            self.init("\(error)", .refused)
         case let error as JIDError:
             self.init("invalid address: \(error)", .usage)
         default:

@@ -122,6 +122,8 @@ enum MessageFormat {
             return jid == me ? nil : Terminal.paint("\(jid) updated their profile (/whois \(jid))", .gray)
         case .room(let event):
             return RoomFormat.line(for: event)
+        case .transferProgress:
+            return nil  // the command that started the transfer draws its progress bar
         case .stanzaError(_, let from, let error):
             let target = from.map { " (\($0))" } ?? ""
             return Terminal.paint("error\(target): \(error.text ?? error.condition.rawValue)", .red)

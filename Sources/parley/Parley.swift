@@ -17,7 +17,7 @@ struct Parley: AsyncParsableCommand {
             """,
         subcommands: [
             Chat.self, Register.self, Send.self, Roster.self, Add.self, Accept.self, Decline.self, Remove.self,
-            History.self, Passwd.self, Whois.self, Nick.self, AvatarCommand.self, Bookmarks.self, RoomCommand.self,
+            History.self, Passwd.self, Whois.self, Nick.self, AvatarCommand.self, Bookmarks.self, RoomCommand.self, SendFile.self,
         ],
         defaultSubcommand: Chat.self)
 

@@ -97,9 +97,12 @@ struct CLI {
     }
 
     /// `environment` replaces the usual one (private HOME and XDG directories).
-    func run(_ arguments: [String], password: String? = nil, environment custom: [String: String]? = nil) async throws -> Result {
+    /// `executable`: another program to run (one that runs parley itself, such as time).
+    func run(
+        _ arguments: [String], password: String? = nil, environment custom: [String: String]? = nil, executable: URL? = nil
+    ) async throws -> Result {
         let process = Process()
-        process.executableURL = Self.executable
+        process.executableURL = executable ?? Self.executable
         process.arguments = arguments
         var environment = custom ?? ["HOME": home, "XDG_CONFIG_HOME": home + "/config", "XDG_DATA_HOME": home + "/data", "PATH": "/usr/bin:/bin"]
         if let password { environment["PARLEY_PASSWORD"] = password }

@@ -100,10 +100,12 @@ final class ProsodyServer: @unchecked Sendable {
     /// `modules` are enabled on top of the basic set (for example "smacks", "mam").
     /// A user named "name@host" is created on `host`, one of `extraHosts` (virtual hosts that
     /// lack the modules listed for them), instead of on localhost.
-    /// `options` are more global settings, as Lua lines.
-    /// `components` are Component sections, as Lua, after the hosts.
+    /// `options` are more global settings, as Lua lines; `components` are Lua lines after the
+    /// hosts (`Component "…" "…"` sections); `httpPort` opens Prosody's plain HTTP server
+    /// there, on 127.0.0.1.
     static func start(
-        users: [String: String], modules: [String] = [], extraHosts: [String: [String]] = [:], options: String = "", components: String = ""
+        users: [String: String], modules: [String] = [], extraHosts: [String: [String]] = [:], options: String = "", components: String = "",
+        httpPort: Int? = nil
     ) async throws -> ProsodyServer {
         for tool in [executable, control] where !FileManager.default.isExecutableFile(atPath: tool) {
             throw Failure(description: "\(tool) is missing: the Prosody interop test needs Debian's prosody 0.12 package (run scripts/install-deps.sh, or apt-get install prosody)")
@@ -121,7 +123,9 @@ final class ProsodyServer: @unchecked Sendable {
         // The port is free when probed but could be taken before Prosody binds it: try again.
         for _ in 0..<3 {
             let port = try LoopbackPort.unusedBelowEphemeralRange()
-            try writeConfig(directory: directory, port: port, modules: modules, extraHosts: extraHosts, options: options, components: components)
+            try writeConfig(
+                directory: directory, port: port, modules: modules, extraHosts: extraHosts, options: options, components: components,
+                httpPort: httpPort)
             if !FileManager.default.fileExists(atPath: directory + "/data/localhost/accounts") {
                 for (user, password) in users.sorted(by: { $0.key < $1.key }) {
                     let parts = user.split(separator: "@").map(String.init)
@@ -157,7 +161,8 @@ final class ProsodyServer: @unchecked Sendable {
     }
 
     private static func writeConfig(
-        directory: String, port: Int, modules: [String], extraHosts: [String: [String]], options: String, components: String
+        directory: String, port: Int, modules: [String], extraHosts: [String: [String]], options: String, components: String,
+        httpPort: Int?
     ) throws {
         func lua(_ text: String) -> String {
             "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
@@ -172,7 +177,8 @@ final class ProsodyServer: @unchecked Sendable {
             c2s_ports = { \(port) }
             c2s_direct_tls_ports = {}
             s2s_ports = {}
-            http_ports = {}
+            http_ports = { \(httpPort.map(String.init) ?? "") }
+            http_interfaces = { "127.0.0.1" }
             https_ports = {}
             authentication = "internal_hashed"
             storage = "internal"

@@ -1,6 +1,7 @@
 import Foundation
 import ParleyClient
 import ParleyCore
+import ParleyTestSupport
 import Testing
 
 /// One Prosody for the whole suite (starting one costs a second or two), with the modules
@@ -10,20 +11,33 @@ struct SharedProsody: SuiteTrait, TestScoping {
 
     static let users = [
         "alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan", "judy", "kim", "cli", "clifriend", "lena", "mike",
-        "nora", "oscar", "pat", "quinn", "legacy@legacy.localhost",
+        "nora", "oscar", "pat", "quinn", "olivia", "peggy", "legacy@legacy.localhost",
     ]
     static func password(_ user: String) -> String { "\(user)'s password" }
 
     func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        // XEP-0363 (mod_http_file_share) at upload.localhost, over plain HTTP on loopback;
+        // its URLs name localhost, which the clients can resolve.
+        let httpPort = try LoopbackPort.unusedBelowEphemeralRange()
         let prosody = try await ProsodyServer.start(
             users: Dictionary(uniqueKeysWithValues: Self.users.map { ($0, Self.password($0)) }),
             modules: ["pep", "vcard_legacy", "private", "bookmarks", "lastactivity", "csi_simple"],
             // A host without XEP-0402, where bookmarks live in private XML storage (XEP-0048).
             extraHosts: ["legacy.localhost": ["bookmarks", "pep", "vcard_legacy"]],
             // mod_csi_simple goes back to holding stanzas this soon after a flush (default 5 s).
-            options: "csi_resume_inactive_delay = 0.2",
-            // Group chat (XEP-0045) with room archives (XEP-0313 on the room JID).
-            components: "Component \"conference.localhost\" \"muc\"\n    modules_enabled = { \"muc_mam\" }\n")
+            options: """
+                csi_resume_inactive_delay = 0.2
+                """,
+            components: """
+                Component "conference.localhost" "muc"
+                    modules_enabled = { "muc_mam" }
+
+                Component "upload.localhost" "http_file_share"
+                    http_host = "localhost"
+                    http_file_share_size_limit = 1000000
+
+                """,
+            httpPort: httpPort)
         do {
             try await Self.$current.withValue(prosody) { try await function() }
         } catch {

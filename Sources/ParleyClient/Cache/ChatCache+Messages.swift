@@ -42,6 +42,8 @@ public struct StoredMessage: Sendable, Equatable {
     public var confirmedByArchive: Bool
     /// In a room: the sender's nickname (ours for our own messages); nil in one-to-one chats.
     public var nick: String? = nil
+    /// The file a media message shares.
+    public var media: MediaAttachment?
 
     /// For outgoing messages: a delivery receipt (or a read marker) came back.
     public var delivered: Bool { state >= .delivered }
@@ -65,6 +67,7 @@ struct MessageRecord: Sendable {
     var stanzaID: String? = nil
     var body: String
     var timestamp: Date
+    var media: MediaAttachment? = nil
 }
 
 extension ChatCache {
@@ -116,12 +119,12 @@ extension ChatCache {
         try db.execute(
             sql: """
                 INSERT INTO message (peer, outgoing, message_id, origin_id, stanza_id, body, sent_at, state, archive_position, retracted,
-                    acknowledged)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    acknowledged, media)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 peer, outgoing, record.id, record.originID, record.stanzaID, record.body, record.timestamp.timeIntervalSince1970,
-                state.rawValue, archivePosition, retracted, outgoing && state >= .sent,
+                state.rawValue, archivePosition, retracted, outgoing && state >= .sent, record.media.flatMap(Self.encodeMedia),
             ])
         let row = db.lastInsertedRowID
         try db.execute(
@@ -249,19 +252,19 @@ extension ChatCache {
 
     /// Messages we wrote that no server has acknowledged, oldest first: what a previous run of
     /// the program left unsent (or unconfirmed) when it ended.
-    func unacknowledgedOutgoing() async throws -> [(peer: JID, id: String, body: String)] {
+    func unacknowledgedOutgoing() async throws -> [(peer: JID, id: String, body: String, media: MediaAttachment?)] {
         try await database.read { db in
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT peer, COALESCE(origin_id, message_id) AS stanza_key, body FROM message
+                    SELECT peer, COALESCE(origin_id, message_id) AS stanza_key, body, media FROM message
                     WHERE outgoing = 1 AND acknowledged = 0 AND retracted = 0 AND COALESCE(origin_id, message_id) IS NOT NULL
                         AND nick IS NULL
                     ORDER BY message.id
                     """
             ).compactMap { row in
                 guard let peer = try? JID(row["peer"] as String) else { return nil }
-                return (peer, row["stanza_key"], row["body"])
+                return (peer, row["stanza_key"], row["body"], Self.decodeMedia(row["media"]))
             }
         }
     }
@@ -295,6 +298,15 @@ extension ChatCache {
             id: row["message_id"] ?? row["origin_id"], archiveID: row["stanza_id"], body: row["body"],
             timestamp: Date(timeIntervalSince1970: row["sent_at"]),
             state: StoredMessage.DeliveryState(rawValue: row["state"]) ?? .pending, retracted: row["retracted"],
-            confirmedByArchive: (row["archive_position"] as Int64?) != nil, nick: row["nick"])
+            confirmedByArchive: (row["archive_position"] as Int64?) != nil, nick: row["nick"],
+            media: (row["retracted"] as Bool) ? nil : Self.decodeMedia(row["media"]) ?? MediaAttachment(bodyURL: row["body"]))
+    }
+
+    static func encodeMedia(_ media: MediaAttachment) -> String? {
+        (try? JSONEncoder().encode(media)).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    static func decodeMedia(_ text: String?) -> MediaAttachment? {
+        text.flatMap { try? JSONDecoder().decode(MediaAttachment.self, from: Data($0.utf8)) }
     }
 }

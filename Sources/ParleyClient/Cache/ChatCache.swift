@@ -82,6 +82,11 @@ public final class ChatCache: Sendable {
                 """)
         }
         registerRoomMigration(&migrator)
+        // Media messages (XEP-0066 link with XEP-0446 metadata), as JSON: the conversation
+        // shows what a file is, and an unacknowledged one is sent again with its metadata.
+        migrator.registerMigration("v5-media") { db in
+            try db.execute(sql: "ALTER TABLE message ADD COLUMN media TEXT")
+        }
         return migrator
     }
 

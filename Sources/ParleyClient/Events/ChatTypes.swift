@@ -12,8 +12,13 @@ public struct ChatMessage: Sendable, Equatable {
     /// When it was sent, if the server delayed it (offline storage, XEP-0203); else nil.
     public var delayedUntil: Date?
     public var receiptRequested: Bool
+    /// The file it shares (XEP-0066 link, XEP-0446 metadata), if it is a media message.
+    public var media: MediaAttachment?
 
-    public init(id: String?, from: JID, to: JID?, body: String, type: String = "chat", thread: String? = nil, delayedUntil: Date? = nil, receiptRequested: Bool = false) {
+    public init(
+        id: String?, from: JID, to: JID?, body: String, type: String = "chat", thread: String? = nil, delayedUntil: Date? = nil,
+        receiptRequested: Bool = false, media: MediaAttachment? = nil
+    ) {
         self.id = id
         self.from = from
         self.to = to
@@ -22,6 +27,8 @@ public struct ChatMessage: Sendable, Equatable {
         self.thread = thread
         self.delayedUntil = delayedUntil
         self.receiptRequested = receiptRequested
+        // Without the stanza (archive, carbons), a body that is just a link still counts.
+        self.media = media ?? MediaAttachment(bodyURL: body)
     }
 }
 

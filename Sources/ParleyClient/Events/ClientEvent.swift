@@ -41,6 +41,8 @@ public enum ClientEvent: Sendable, Equatable {
     case room(RoomEvent)
     /// A stanza error for something this client sent.
     case stanzaError(id: String?, from: JID?, error: StanzaError)
+    /// How far a file upload or download got (at most about every percent, and at the end).
+    case transferProgress(TransferProgress)
 }
 
 public enum DisconnectReason: Sendable, Equatable, CustomStringConvertible {

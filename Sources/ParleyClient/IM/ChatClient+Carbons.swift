@@ -48,10 +48,13 @@ extension ChatClient {
         guard let body = copy.firstChild("body")?.text, copy.type != "groupchat", copy.type != "error" else { return }
         let originID = copy.firstChild("origin-id", namespace: XMLNamespace.stanzaID)?[attribute: "id"]
         let stanzaID = copy.children("stanza-id", namespace: XMLNamespace.stanzaID).first { $0[attribute: "by"] == ownBareJID.description }?[attribute: "id"]
-        let record = MessageRecord(peer: peer, direction: .outgoing, id: copy.id, originID: originID, stanzaID: stanzaID, body: body, timestamp: Date())
+        let media = MediaAttachment(message: copy)
+        let record = MessageRecord(
+            peer: peer, direction: .outgoing, id: copy.id, originID: originID, stanzaID: stanzaID, body: body, timestamp: Date(), media: media)
         if await persisted(or: true, { try await $0.storeSentElsewhere(record) }) {
             let from = copy.from.flatMap { try? JID($0) } ?? ownBareJID
-            await emit(.message(ChatMessage(id: copy.id, from: from, to: recipient, body: body, type: copy.type ?? "normal", thread: copy.firstChild("thread")?.text)))
+            await emit(.message(ChatMessage(id: copy.id, from: from, to: recipient, body: body, type: copy.type ?? "normal", thread: copy.firstChild("thread")?.text,
+                media: media)))
         }
     }
 }

@@ -32,7 +32,13 @@ extension ChatClient {
     /// so the server (by origin-id) and the recipient (by its cache) drop what did arrive.
     func resendUnacknowledged() async {
         let unsent = await persisted(or: []) { try await $0.unacknowledgedOutgoing() }
-        for message in unsent { await send(Self.chatMessage(to: message.peer, id: message.id, body: message.body)) }
+        for message in unsent {
+            if let media = message.media {
+                await send(Self.mediaMessage(to: message.peer, type: "chat", id: message.id, media: media))
+            } else {
+                await send(Self.chatMessage(to: message.peer, id: message.id, body: message.body))
+            }
+        }
         if !unsent.isEmpty { logger.info("sending again what the last run left unacknowledged", metadata: ["count": "\(unsent.count)"]) }
     }
 
@@ -83,9 +89,10 @@ extension ChatClient {
             return
         }
         if let body = message.body {
+            let media = MediaAttachment(message: stanza)
             let record = MessageRecord(
                 peer: message.from.bare, direction: .incoming, id: message.id, originID: message.originID,
-                stanzaID: message.stanzaID, body: body, timestamp: message.delayedUntil ?? Date())
+                stanzaID: message.stanzaID, body: body, timestamp: message.delayedUntil ?? Date(), media: media)
             var isNew = true
             if let cache {
                 do {
@@ -99,7 +106,8 @@ extension ChatClient {
             if isNew {
                 await emit(.message(ChatMessage(
                     id: message.id, from: message.from, to: stanza.to.flatMap { try? JID($0) }, body: body, type: message.type,
-                    thread: message.thread, delayedUntil: message.delayedUntil, receiptRequested: message.receiptRequested)))
+                    thread: message.thread, delayedUntil: message.delayedUntil, receiptRequested: message.receiptRequested,
+                    media: media)))
             }
         }
         if answersReceipts, message.receiptRequested, let id = message.id, mayTellReadingState(to: message.from) {

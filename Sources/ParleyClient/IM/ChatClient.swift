@@ -54,6 +54,8 @@ public actor ChatClient {
     var nativeBookmarks: Bool?
     /// The rooms we are in or entering (XEP-0045), see ChatClient+Rooms.
     var muc = RoomRegistry()
+    /// The XEP-0363 service found for this account (see ChatClient+Upload).
+    var uploadService: UploadServiceInfo?
     private var installed = false
     private let inbox: AsyncStream<InboxItem>.Continuation
 
