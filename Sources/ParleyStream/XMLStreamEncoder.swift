@@ -19,8 +19,11 @@ public final class XMLStreamEncoder: ChannelOutboundHandler, RemovableChannelHan
     }
 
     public func write(context channelContext: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        var buffer = channelContext.channel.allocator.buffer(capacity: 512)
-        switch unwrapOutboundIn(data) {
+        let output = unwrapOutboundIn(data)
+        var capacity = 512
+        if case .element(let element) = output { capacity = max(capacity, element.serializedSizeEstimate + 64) }
+        var buffer = channelContext.channel.allocator.buffer(capacity: capacity)
+        switch output {
         case .open(let opening):
             opening.write(to: &buffer)
             context = opening.namespaceContext

@@ -30,6 +30,9 @@ public struct XMLElement: Sendable {
         case arena(XMLArena, Int32)
         /// An element serialized once for many copies (see `XMLVerbatim`).
         case verbatim(XMLVerbatim)
+        /// A stanza serialized once for many recipients, with the attributes that differ
+        /// between them (see `XMLStanzaTemplate`).
+        case templated(XMLStanzaTemplate, [XMLAttribute])
     }
 
     public var attributes: [XMLAttribute] {
@@ -38,6 +41,7 @@ public struct XMLElement: Sendable {
             case .built(let attributes, _): attributes
             case .arena(let arena, let node): arena.attributes(of: node)
             case .verbatim(let verbatim): verbatim.element.attributes
+            case .templated(let template, let own): template.element.attributes + own
             }
         }
         _modify {
@@ -53,6 +57,7 @@ public struct XMLElement: Sendable {
             case .built(_, let children): children
             case .arena(let arena, let node): arena.children(of: node)
             case .verbatim(let verbatim): verbatim.element.children
+            case .templated(let template, _): template.element.children
             }
         }
         _modify {
@@ -120,6 +125,8 @@ public struct XMLElement: Sendable {
             return (arena.attributes(of: node), arena.children(of: node))
         case .verbatim(let verbatim):
             return (verbatim.element.attributes, verbatim.element.children)
+        case .templated(let template, let own):
+            return (template.element.attributes + own, template.element.children)
         }
     }
 
@@ -148,6 +155,11 @@ public struct XMLElement: Sendable {
             return arena.attributeValue(of: node, name: name, namespace: namespace)
         case .verbatim(let verbatim):
             return verbatim.element.attribute(name, namespace: namespace)
+        case .templated(let template, let own):
+            for attribute in own where attribute.name == name && attribute.namespace == namespace {
+                return attribute.value
+            }
+            return template.element.attribute(name, namespace: namespace)
         }
     }
 
@@ -176,6 +188,8 @@ public struct XMLElement: Sendable {
             arena.elements(of: node) { _, _ in true }
         case .verbatim(let verbatim):
             verbatim.element.elements
+        case .templated(let template, _):
+            template.element.elements
         }
     }
 
@@ -190,6 +204,8 @@ public struct XMLElement: Sendable {
             return arena.text(of: node)
         case .verbatim(let verbatim):
             return verbatim.element.text
+        case .templated(let template, _):
+            return template.element.text
         }
     }
 
@@ -208,12 +224,14 @@ public struct XMLElement: Sendable {
             }
         case .verbatim(let verbatim):
             return verbatim.element.firstChild(name, namespace: namespace)
+        case .templated(let template, _):
+            return template.element.firstChild(name, namespace: namespace)
         }
     }
 
     public func children(_ name: String, namespace: String? = nil) -> [XMLElement] {
         switch content {
-        case .built, .verbatim:
+        case .built, .verbatim, .templated:
             return elements.filter { $0.name == name && (namespace == nil || $0.namespace == namespace) }
         case .arena(let arena, let node):
             return arena.elements(of: node) { arena, child in
@@ -236,6 +254,8 @@ public struct XMLElement: Sendable {
             return arena.firstElement(of: node) { arena, child in arena.string(child.namespace, equals: namespace) }
         case .verbatim(let verbatim):
             return verbatim.element.firstChild(inNamespace: namespace)
+        case .templated(let template, _):
+            return template.element.firstChild(inNamespace: namespace)
         }
     }
 

@@ -74,6 +74,19 @@ public enum XMLSerializer {
             }
             return
         }
+        if case .templated(let template, let own) = element.content {
+            if template.defaultNamespace == defaultNamespace, template.prefixes == prefixes {
+                template.head.withUnsafeBytes { sink.writeUTF8($0) }
+                var generatedPrefix = 0
+                for attribute in own { writeAttribute(attribute, to: &sink, prefixes: prefixes, generatedPrefix: &generatedPrefix) }
+                template.tail.withUnsafeBytes { sink.writeUTF8($0) }
+            } else {
+                var plain = template.element
+                for attribute in own { plain.setAttribute(attribute.name, attribute.value, namespace: attribute.namespace) }
+                writeElement(plain, to: &sink, defaultNamespace: defaultNamespace, prefixes: prefixes)
+            }
+            return
+        }
         var childDefault = defaultNamespace
         var declaresDefault = false
         var prefix: String? = nil
@@ -115,7 +128,7 @@ public enum XMLSerializer {
                     }
                 }
             }
-        case .verbatim:
+        case .verbatim, .templated:
             preconditionFailure("written above")
         case .arena(let arena, let index):
             // A parsed element: its bytes go out straight from the arena, no Strings made.

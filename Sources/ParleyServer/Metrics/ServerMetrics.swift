@@ -14,6 +14,8 @@ public struct ServerMetrics: Sendable {
     let duplicateMessages = Counter(label: "parley_duplicate_messages_total")
     private let stanzasIn: [String: Counter]
     private let stanzasOut: [String: Counter]
+    private let messagesOut: Counter
+    private let presencesOut: Counter
     private let streamErrors: [StreamErrorCondition: Counter]
 
     public init() {
@@ -25,6 +27,8 @@ public struct ServerMetrics: Sendable {
         }
         self.stanzasIn = stanzasIn
         self.stanzasOut = stanzasOut
+        messagesOut = stanzasOut["message"]!
+        presencesOut = stanzasOut["presence"]!
         var streamErrors: [StreamErrorCondition: Counter] = [:]
         for condition in StreamErrorCondition.allCases {
             streamErrors[condition] = Counter(
@@ -34,6 +38,13 @@ public struct ServerMetrics: Sendable {
     }
 
     func stanzaIn(_ name: String) { (stanzasIn[name] ?? stanzasIn["other"])?.increment() }
-    func stanzaOut(_ name: String) { (stanzasOut[name] ?? stanzasOut["other"])?.increment() }
+    /// Called for every stanza written: the common kinds without hashing their name.
+    func stanzaOut(_ name: String) {
+        switch name {
+        case "message": messagesOut.increment()
+        case "presence": presencesOut.increment()
+        default: (stanzasOut[name] ?? stanzasOut["other"])?.increment()
+        }
+    }
     func streamError(_ condition: StreamErrorCondition) { streamErrors[condition]?.increment() }
 }

@@ -18,9 +18,12 @@ final class NotifyInterests: Sendable {
     private let state = NIOLockedValueBox(State())
     /// Bounds the cache a stream of made-up `ver`s could grow; past it, the cache restarts.
     let maxCachedVers: Int
+    /// Called after any resource's interests changed (who gets which notifications).
+    private let changed: @Sendable () -> Void
 
-    init(maxCachedVers: Int = 10_000) {
+    init(maxCachedVers: Int = 10_000, changed: @escaping @Sendable () -> Void = {}) {
         self.maxCachedVers = maxCachedVers
+        self.changed = changed
     }
 
     static func notifyNodes(in features: Set<String>) -> Set<String> {
@@ -54,7 +57,8 @@ final class NotifyInterests: Sendable {
     /// last items it should now get). `fresh` forgets what it had (initial presence).
     @discardableResult
     func set(_ nodes: Set<String>, for resource: JID, ver: String? = nil, fresh: Bool) -> Set<String> {
-        state.withLockedValue { state in
+        defer { changed() }
+        return state.withLockedValue { state in
             let before = fresh ? [] : state.byResource[resource] ?? []
             state.byResource[resource] = nodes
             state.verOfResource[resource] = ver
@@ -83,6 +87,7 @@ final class NotifyInterests: Sendable {
     }
 
     func forget(_ resource: JID) {
+        defer { changed() }
         state.withLockedValue {
             $0.byResource[resource] = nil
             $0.verOfResource[resource] = nil

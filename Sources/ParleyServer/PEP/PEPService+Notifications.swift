@@ -19,35 +19,67 @@ extension PEPService {
         send(event, from: owner, to: await recipients(owner: owner, node: node, configuration: configuration))
     }
 
-    /// The available resources to notify about `node` of `owner`.
+    /// The available resources to notify about `node` of `owner`: the entitled sessions that
+    /// want it, as kept by `recipientCache` (made again after any change), those available now.
     func recipients(owner: JID, node: String, configuration: PEPNodeConfiguration) async -> [SessionHandle] {
-        var result = sessions.sessions(of: owner).filter { $0.isAvailable && interests.wants($0.jid, node) }
-        guard configuration.accessModel != .whitelist, let username = owner.localpart else { return result }
-        for item in await rosterItems(of: username) where item.subscription == .from || item.subscription == .both {
-            guard let contact = contactJIDs.jid(item.contact), contact.domainpart == domain.domainpart, contact.localpart != nil,
-                PEPAccess.refusal(of: contact, owner: owner, configuration: configuration, rosterItem: item) == nil
-            else { continue }
-            result += sessions.sessions(of: contact).filter { $0.isAvailable && interests.wants($0.jid, node) }
+        if let known = recipientCache.sessions(owner: owner, node: node, configuration: configuration) {
+            return known.filter(\.isAvailable)
         }
-        return result
+        let generation = recipientCache.generation
+        var result = sessions.sessions(of: owner).filter { interests.wants($0.jid, node) }
+        var complete = true
+        if configuration.accessModel != .whitelist, let username = owner.localpart {
+            if let contacts = await subscribedContacts(of: username) {
+                for contact in contacts
+                where PEPAccess.refusal(of: contact.jid, owner: owner, configuration: configuration, rosterItem: contact.item) == nil {
+                    result += sessions.sessions(of: contact.jid).filter { interests.wants($0.jid, node) }
+                }
+            } else {
+                complete = false
+            }
+        }
+        if complete {
+            recipientCache.keep(result, owner: owner, node: node, configuration: configuration, computedSince: generation)
+        }
+        return result.filter(\.isAvailable)
     }
 
-    /// The messages differ only in `to` and `id`: one is built, and each recipient's is a copy
-    /// with those two set, sharing the event, which is serialized once for all of them. The
-    /// ids are one random prefix per event and a counter (a fresh UUID per recipient cost a
-    /// read of the random source and a Unicode lowercasing each). The hops to the
-    /// recipients' event loops are batched.
+    /// The owner's contacts on this server with a subscription to its presence (From or
+    /// Both); nil if the roster could not be read.
+    func subscribedContacts(of username: String) async -> [PEPRecipients.Contact]? {
+        if let known = recipientCache.contacts(of: username) { return known }
+        let generation = recipientCache.generation
+        let items: [RosterItem]
+        do {
+            items = try await rosters.roster(of: username).items
+        } catch {
+            logger.error("cannot read roster", metadata: ["user": "\(username)", "error": "\(error)"])
+            return nil
+        }
+        let contacts = items.compactMap { item -> PEPRecipients.Contact? in
+            guard item.subscription == .from || item.subscription == .both, let jid = contactJIDs.jid(item.contact),
+                jid.domainpart == domain.domainpart, jid.localpart != nil
+            else { return nil }
+            return PEPRecipients.Contact(jid: jid, item: item)
+        }
+        recipientCache.keep(contacts, of: username, readSince: generation)
+        return contacts
+    }
+
+    /// The messages differ only in `to` and `id`: the rest is serialized once, and each
+    /// recipient's is the template with those two (`XMLStanzaTemplate`). The ids are one
+    /// random prefix per event and a counter (a fresh UUID per recipient cost a read of the
+    /// random source and a Unicode lowercasing each). The hops to the recipients' event
+    /// loops are batched.
     func send(_ event: XMLElement, from owner: JID, to recipients: [SessionHandle]) {
         guard !recipients.isEmpty else { return }
-        let shared = recipients.count > 1 ? event.serializedOnce(in: .clientStream) : event
-        let template = XMLElement(
-            "message", namespace: XMLNamespace.client, ["from": owner.description, "to": "", "type": "headline", "id": ""], [shared])
+        let template = XMLStanzaTemplate(
+            XMLElement("message", namespace: XMLNamespace.client, ["from": owner.description, "type": "headline"], [event]),
+            context: .clientStream)
         let idPrefix = Self.newItemID() + "-"
         let batch = DeliveryBatch()
         for (index, session) in recipients.enumerated() {
-            var message = template
-            message.to = session.jidString
-            message.id = idPrefix + String(index)
+            let message = template.instance([XMLAttribute("to", session.jidString), XMLAttribute("id", idPrefix + String(index))])
             guard policy.verdict(from: owner, to: session.jid, stanza: message) == .deliver else { continue }
             session.deliver(message, in: batch)
         }

@@ -37,8 +37,9 @@ public final class PEPService: Sendable {
     let requests: ServerIQRequests
     let limits: Limits
     let logger: Logger
-    let interests = NotifyInterests()
+    let interests: NotifyInterests
     let contactJIDs = ContactJIDs()
+    let recipientCache: PEPRecipients
     private let queue = UserQueue()
 
     public init(
@@ -54,15 +55,26 @@ public final class PEPService: Sendable {
         self.requests = requests
         self.limits = limits
         self.logger = logger
+        let observable = rosters as? any RosterChangeObserving
+        let recipientCache = PEPRecipients(enabled: observable != nil)
+        self.recipientCache = recipientCache
+        self.interests = NotifyInterests { recipientCache.sessionsChanged() }
+        observable?.observeRosterChanges { username in recipientCache.rosterChanged(username) }
         events.subscribe { [weak self] event in
             guard let self else { return }
             switch event {
+            case .sessionBound(let session):
+                // A new account of a deleted one's name must not inherit its contacts.
+                if let username = session.jid.localpart { recipientCache.rosterChanged(username) }
+            case .accountRemoved(let username):
+                recipientCache.rosterChanged(username)
             case .availablePresence(let session, let presence, let initial):
                 Task { await self.presenceChanged(session, presence, initial: initial) }
             case .presenceSubscriptionApproved(let owner, let subscriber):
                 Task { await self.subscriptionApproved(owner: owner, subscriber: subscriber) }
             case .sessionEnded(let session):
                 self.interests.forget(session.jid)
+                recipientCache.sessionsChanged()
             default:
                 break
             }

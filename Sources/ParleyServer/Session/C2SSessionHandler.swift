@@ -72,6 +72,9 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     var stanzaBucket: TokenBucket
     var readPaused = false
     private var flushScheduled = false
+    /// Set while a `DeliveryBatch` writes to this session: it flushes once when done.
+    var flushDeferred = false
+    private var flushOwed = false
     var pendingServerPings: Set<String> = []
     var sessionStart = NIODeadline.now()
     /// The session this connection holds (from bind or resumption on); it may outlive the
@@ -332,6 +335,10 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     static let maxBufferedOutput = 16 << 20
 
     func scheduleFlush() {
+        if flushDeferred {
+            flushOwed = true
+            return
+        }
         guard !flushScheduled, let context else { return }
         flushScheduled = true
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -340,6 +347,14 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
             handler.flushScheduled = false
             handler.context?.flush()
         }
+    }
+
+    /// The end of a `DeliveryBatch`'s writes to this session.
+    func flushDeferredWrites() {
+        flushDeferred = false
+        guard flushOwed else { return }
+        flushOwed = false
+        context?.flush()
     }
 
     /// Sends a stream error and closes (RFC 6120 §4.9.1.1); for a stream with no header yet

@@ -168,8 +168,7 @@ final class BoundSession: Sendable {
         switch action {
         case .hop(let attachment):
             if let batch {
-                let handler = attachment.handler
-                batch.add(on: attachment.eventLoop) { handler.value.receive(delivery) }
+                batch.add(delivery, for: attachment.handler, on: attachment.eventLoop)
             } else {
                 attachment.run { $0.receive(delivery) }
             }

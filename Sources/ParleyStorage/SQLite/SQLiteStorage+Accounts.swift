@@ -56,6 +56,8 @@ extension SQLiteStorage: AccountStore {
     @discardableResult
     public func deleteAccount(username: String, origin: AccountChange.Origin) async throws -> Bool {
         let now = Date()
+        // Its roster goes with it.
+        defer { rosterObservers.changed(username) }
         return try await pool.write { db in
             guard
                 let accountID = try Int64.fetchOne(

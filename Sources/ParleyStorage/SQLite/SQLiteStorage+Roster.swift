@@ -6,6 +6,8 @@ extension SQLiteStorage: RosterStore {
         of user: String, _ body: @escaping @Sendable (inout any RosterTransaction) throws -> T
     ) async throws -> T {
         let tombstoneLimit = options.rosterTombstoneLimit
+        // Reported even if the body threw: a reader's copy is only ever dropped too often.
+        defer { rosterObservers.changed(user) }
         return try await pool.write { db in
             let accountID = try Self.existingAccountID(of: user, in: db)
             let transaction = try SQLiteRosterTransaction(db: db, accountID: accountID)
@@ -86,5 +88,11 @@ extension SQLiteStorage: RosterStore {
             }
             return (user: username, subscription: subscription)
         }
+    }
+}
+
+extension SQLiteStorage: RosterChangeObserving {
+    public func observeRosterChanges(_ observer: @escaping @Sendable (String) -> Void) {
+        rosterObservers.add(observer)
     }
 }

@@ -36,6 +36,7 @@ public final class SQLiteStorage: Sendable {
     let options: Options
     let pool: DatabasePool
     let offlineWriter: OfflineGroupCommit
+    let rosterObservers = RosterChangeObservers()
 
     /// Opens the database at `path`, creating it and its directory if needed, and brings its
     /// schema up to date.
