@@ -15,10 +15,17 @@ extension SQLiteStorage: ArchiveStore {
                          stanza, archived_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """)
-            let retract = try db.cachedStatement(
+            // Two statements, not one with OR: each is served by its own index (an OR of the
+            // two made SQLite walk the account's whole archive).
+            let retractByStanzaID = try db.cachedStatement(
                 sql: """
                     UPDATE archive_messages SET stanza = NULL, retracted_at = ?
-                    WHERE account_id = ? AND from_bare = ? AND (stanza_id = ? OR origin_id = ?) AND retracted_at IS NULL
+                    WHERE account_id = ? AND stanza_id = ? AND from_bare = ? AND retracted_at IS NULL
+                    """)
+            let retractByOriginID = try db.cachedStatement(
+                sql: """
+                    UPDATE archive_messages SET stanza = NULL, retracted_at = ?
+                    WHERE account_id = ? AND origin_id = ? AND from_bare = ? AND retracted_at IS NULL
                     """)
             for entry in entries {
                 let cached = try accounts[entry.owner] ?? Self.accountID(of: entry.owner, in: db)
@@ -26,7 +33,9 @@ extension SQLiteStorage: ArchiveStore {
                 guard let accountID = cached else { continue }
                 let fromBare = Self.bare(entry.from)
                 if let target = entry.retracts {
-                    try retract.execute(arguments: [Self.milliseconds(entry.archivedAt), accountID, fromBare, target, target])
+                    let arguments: StatementArguments = [Self.milliseconds(entry.archivedAt), accountID, target, fromBare]
+                    try retractByStanzaID.execute(arguments: arguments)
+                    try retractByOriginID.execute(arguments: arguments)
                 }
                 if preferences[accountID] == nil { preferences[accountID] = try Self.preferences(of: accountID, in: db) }
                 guard try Self.shouldArchive(with: entry.with, preferences: preferences[accountID]!, accountID: accountID, in: db) else {
@@ -48,6 +57,7 @@ extension SQLiteStorage: ArchiveStore {
                     try trim.execute(arguments: [accountID, accountID, max(maxPerUser, 0)])
                 }
             }
+            options.beforeArchiveCommit?()
         }
     }
 
@@ -174,7 +184,11 @@ extension SQLiteStorage: ArchiveStore {
     @discardableResult
     public func pruneArchive(before date: Date) async throws -> Int {
         try await pool.write { db in
-            try db.execute(sql: "DELETE FROM archive_messages WHERE archived_at < ?", arguments: [Self.milliseconds(date)])
+            // Per account, through the (account_id, archived_at) index: there is no index on
+            // archived_at alone (v16). A deleted account's rows went with it.
+            try db.execute(
+                sql: "DELETE FROM archive_messages WHERE account_id IN (SELECT id FROM accounts) AND archived_at < ?",
+                arguments: [Self.milliseconds(date)])
             return db.changesCount
         }
     }
