@@ -17,7 +17,7 @@ public final class SQLiteStorage: Sendable {
         /// Removed roster items remembered per user for roster deltas (XEP-0237); a client
         /// whose version is older than the oldest one kept gets the full roster.
         public var rosterTombstoneLimit: Int
-        /// The most offline-message operations committed in one transaction.
+        /// The most offline-message operations (or archive batches) committed in one transaction.
         public var offlineBatchLimit: Int
         /// Fault injection for tests: called inside every archive transaction once its rows
         /// are written, just before it commits. Nil in normal operation.
@@ -83,7 +83,7 @@ public final class SQLiteStorage: Sendable {
                 "\(path) was created by a newer version of Parley; refusing to open it")
         }
         try migrator.migrate(pool)
-        offlineWriter = OfflineGroupCommit(pool: pool, batchLimit: options.offlineBatchLimit)
+        offlineWriter = OfflineGroupCommit(pool: pool, options: options)
     }
 
     /// An exclusive `flock` on the database's directory. Not on the database file itself:
