@@ -22,6 +22,12 @@ extension C2SSessionHandler {
         }
     }
 
+    /// The client's own acknowledgement (`<a/>`) and its XEP-0352 state get no answer, so
+    /// they acknowledge nothing and need not wait.
+    func isAnsweredByNothing(_ element: XMLElement) -> Bool {
+        (isStreamManagement(element) && element.name == "a") || isClientState(element)
+    }
+
     /// The newest of this session's rows not committed yet, if any: a stanza that may
     /// acknowledge the messages before it waits for this one.
     func newestUnconfirmedArchiveRow() -> UInt64? {

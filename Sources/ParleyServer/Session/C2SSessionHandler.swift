@@ -247,7 +247,7 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
                 suspendedEvents.pushFront(.stanza(element))
                 return waitForDurability()
             }
-            if !isMessage, let newest = newestUnconfirmedArchiveRow() {
+            if !isMessage, !isAnsweredByNothing(element), let newest = newestUnconfirmedArchiveRow() {
                 // Likewise for their archive rows.
                 suspendedEvents.pushFront(.stanza(element))
                 return holdUntilArchived(newest)
