@@ -33,6 +33,7 @@ bench: deps
 	.build/release/ParleyBench parser
 	bench/login.sh
 	bench/messages.sh
+	MODE=defaults bench/messages.sh
 	bench/pep.sh
 
 fuzz: deps

@@ -18,9 +18,21 @@
 #      handles the next stanza, without fsync), then each recipient logs in and gets them
 #      all -> drained msg/s from its initial presence to the last message.
 #
+# MODE=bare (the default) runs both servers stripped to what the benchmark needs: parleyd
+# without its archive (ARCHIVE=true turns it on), Prosody without mod_mam. MODE=defaults runs
+# the configuration users meet: parleyd from conf/parleyd.yaml as shipped (archive and stream
+# management on), overriding through the environment only what the load generator needs (port,
+# data directory, plain TCP as it speaks no TLS, connections per address and the per-session
+# stanza rate, which would otherwise cap 2·PAIRS sessions from one address, and the offline
+# quota for the offline phase); Prosody with mod_mam (its default file store) and mod_smacks;
+# and every client enables XEP-0198, answers the server's <r/> and sends <r/> after each
+# message (ParleyBench messages --sm), so each message's acknowledgement waits for its storage.
+# The summary gives p99/p50 at full speed (fairness: no stream should wait much longer than the
+# others) and the load average, as the machine is shared.
+#
 # Needs the release builds of parleyd and ParleyBench (make bench builds them) and prosody.
-# Knobs: PAIRS PHASE_SECONDS WINDOW RATE THREADS SERVERS OFFLINE_SERVERS OFFLINE_SENDERS
-#        OFFLINE_RECIPIENTS OFFLINE_PER_RECIPIENT BENCH_TMP_PARENT (default /var/tmp) KEEP_TMP
+# Knobs: MODE PAIRS PHASE_SECONDS WINDOW RATE THREADS SERVERS OFFLINE_SERVERS OFFLINE_SENDERS
+#        OFFLINE_RECIPIENTS OFFLINE_PER_RECIPIENT ARCHIVE BENCH_TMP_PARENT (default /var/tmp) KEEP_TMP
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,6 +46,7 @@ OFFLINE_SERVERS=${OFFLINE_SERVERS:-"parleyd prosody"}
 OFFLINE_SENDERS=${OFFLINE_SENDERS:-20}
 OFFLINE_RECIPIENTS=${OFFLINE_RECIPIENTS:-2}
 OFFLINE_PER_RECIPIENT=${OFFLINE_PER_RECIPIENT:-20000}
+MODE=${MODE:-bare}
 . bench/lib.sh
 
 first_offline_user=$((2 * PAIRS + 1))
@@ -46,14 +59,32 @@ bench_raise_file_limit messages.sh $((2 * PAIRS + OFFLINE_SENDERS + 1000))
 bench_tmp parley-messages-bench "${BENCH_TMP_PARENT:-/var/tmp}"
 parleyd_port=$(free_port)
 prosody_port=$(free_port)
-# Like for like: Prosody runs without mod_mam here, so parleyd runs without its archive
-# (ARCHIVE=true measures parleyd with it: every message then also costs two durable rows).
-write_parleyd_config "$parleyd_port" "offline:
+sm=()
+case $MODE in
+bare)
+    # Like for like: Prosody runs without mod_mam here, so parleyd runs without its archive
+    # (ARCHIVE=true measures parleyd with it: every message then also costs two durable rows).
+    write_parleyd_config "$parleyd_port" "offline:
   quota: $quota
 archive:
   enabled: ${ARCHIVE:-false}"
-# Offline messages on (mod_offline, internal storage), with the archive limit raised likewise.
-write_prosody_config "$prosody_port" '{ "s2s" }' "storage_archive_item_limit = $quota"
+    # Offline messages on (mod_offline, internal storage), with the archive limit raised likewise.
+    write_prosody_config "$prosody_port" '{ "s2s" }' "storage_archive_item_limit = $quota"
+    ;;
+defaults)
+    mkdir -p "$tmp/parleyd"
+    cp conf/parleyd.yaml "$tmp/parleyd/parleyd.yaml"
+    export PARLEYD_DATA_DIR="$tmp/parleyd/data" PARLEYD_C2S_PORT="$parleyd_port" PARLEYD_C2S_DIRECT_TLS_PORT=0 \
+        PARLEYD_TLS_REQUIRED=false PARLEYD_LIMITS_CONNECTIONS_PER_IP=100000 \
+        PARLEYD_LIMITS_STANZAS_PER_SECOND=100000 PARLEYD_LIMITS_STANZA_BURST=100000 PARLEYD_OFFLINE_QUOTA="$quota"
+    write_prosody_config "$prosody_port" '{ "s2s" }' "storage_archive_item_limit = $quota" '"mam", "smacks"'
+    sm=(--sm)
+    ;;
+*)
+    echo "messages.sh: MODE is bare or defaults, not '$MODE'" >&2
+    exit 1
+    ;;
+esac
 seed_users "$USERS"
 
 failed=""
@@ -74,7 +105,7 @@ for name in $SERVERS; do
     "$BENCH" login --port "$port" --users 20 --concurrency 10 --password "$PASSWORD" --label "$name-warmup" > /dev/null
     sleep 1
     out=$("$BENCH" messages --port "$port" --pairs "$PAIRS" --seconds "$PHASE_SECONDS" --window "$WINDOW" \
-        --rate "$RATE" --threads "$THREADS" --password "$PASSWORD" --server-pid "$server_pid" --label "$name") \
+        --rate "$RATE" --threads "$THREADS" --password "$PASSWORD" --server-pid "$server_pid" --label "$name" "${sm[@]}") \
         || { failed+=" $name-messages"; echo "messages.sh: $name: messages lost, out of order or refused" >&2; }
     grep -v '^RESULT' <<< "$out"
     record "$name" "$out"
@@ -95,6 +126,7 @@ done
 get() { echo "${result[$1]:--}"; }
 sum() { awk 'BEGIN { for (i = 1; i < ARGC; i++) { if (ARGV[i] == "-") { print "-"; exit } s += ARGV[i] } print s + 0 }' "$@"; }
 echo
+echo "mode $MODE; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "message benchmark: $PAIRS pairs ($((2 * PAIRS)) sessions), $PHASE_SECONDS s per phase; full speed with" \
     "$WINDOW in flight per direction; fixed rate $RATE msg/s; CPU = server user+system s per 10k delivered"
 printf '%-8s | %9s %8s %8s %9s | %8s %8s %8s %9s | %5s %6s | %9s | %9s %9s\n' server 'msg/s' p50_ms p99_ms cpu/10k \
@@ -120,6 +152,14 @@ if [ -n "${result[parleyd.throughput.rate]:-}" ] && [ -n "${result[prosody.throu
     echo "parleyd/prosody server CPU per message, $RATE msg/s: $c2 (target <= 0.25: $(verdict "$c2 <= 0.25"))"
     echo "parleyd/prosody RSS per connected session: $m"
 fi
+for name in $SERVERS; do
+    p50=$(get "$name.throughput.p50_ms")
+    p99=$(get "$name.throughput.p99_ms")
+    if [ "$p50" != - ] && [ "$p99" != - ]; then
+        ratio=$(awk -v a="$p99" -v b="$p50" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }')
+        echo "$name p99/p50 latency at full speed: $ratio (target <= 5: $(verdict "$ratio <= 5"))"
+    fi
+done
 if [ -n "${result[parleyd.rate.p99_ms]:-}" ]; then
     echo "parleyd p99 latency at $RATE msg/s: ${result[parleyd.rate.p99_ms]} ms (target <= 1 ms: $(verdict "${result[parleyd.rate.p99_ms]} <= 1"))"
     lost=$(sum "$(get parleyd.throughput.lost)" "$(get parleyd.rate.lost)")

@@ -26,12 +26,17 @@ import Glibc
 /// phase (→ CPU seconds per 10,000 delivered messages), and its RSS before the logins, after
 /// them and after the last phase (→ bytes per connected session).
 ///
+/// With `--sm`, every client enables XEP-0198 once logged in, as mobile clients do: it answers
+/// the server's `<r/>` with the number of stanzas it received, and asks for an acknowledgement
+/// (`<r/>`) after every message it sends. A server that acknowledges only what it stored then
+/// holds each stream until the message's storage commits.
+///
 /// Both clients of a pair live on the same event loop, so the receiver's bookkeeping and the
 /// sender's next message need no locks or thread hops.
 enum MessageBenchmark: Benchmark {
     static var name: String { "messages" }
     static var summary: String {
-        "N pairs exchange chat messages: --port P --pairs N [--seconds T] [--window W] [--rate R] [--phases throughput,rate] [--server-pid PID]"
+        "N pairs exchange chat messages: --port P --pairs N [--seconds T] [--window W] [--rate R] [--phases throughput,rate] [--sm] [--server-pid PID]"
     }
 
     static func run(arguments: [String]) throws {
@@ -41,7 +46,7 @@ enum MessageBenchmark: Benchmark {
                 "--host", "--port", "--domain", "--pairs", "--first-user", "--prefix", "--password", "--threads",
                 "--sources", "--seconds", "--warmup", "--window", "--rate", "--phases", "--server-pid", "--label",
                 "--body-bytes",
-            ])
+            ], flagOptions: ["--sm"])
         let pairs = max(1, try options.int("--pairs", default: 100))
         let settings = LoginBenchmark.Settings(
             host: try options.string("--host", default: "127.0.0.1"),
@@ -73,7 +78,8 @@ enum MessageBenchmark: Benchmark {
 
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let rssBase = server?.rssKiB()
-        let run = MessageRun(settings: settings, pairs: pairs, bodyBytes: bodyBytes, group: group)
+        let run = MessageRun(
+            settings: settings, pairs: pairs, bodyBytes: bodyBytes, streamManagement: options.flag("--sm"), group: group)
         let loginFailures = run.logIn(timeout: 60)
         guard loginFailures.isEmpty else {
             for (reason, count) in loginFailures.sorted(by: { $0.value > $1.value }).prefix(5) {
@@ -149,7 +155,13 @@ final class MessageRun: Sendable {
     let group: MultiThreadedEventLoopGroup
     let keys = SCRAMKeyCache()
 
-    init(settings: LoginBenchmark.Settings, pairs count: Int, bodyBytes: Int, group: MultiThreadedEventLoopGroup) {
+    let streamManagement: Bool
+
+    init(
+        settings: LoginBenchmark.Settings, pairs count: Int, bodyBytes: Int, streamManagement: Bool,
+        group: MultiThreadedEventLoopGroup
+    ) {
+        self.streamManagement = streamManagement
         self.settings = settings
         self.group = group
         let padding = String(repeating: "x", count: max(0, bodyBytes - 30))
@@ -157,7 +169,7 @@ final class MessageRun: Sendable {
             let users = [settings.firstUser + 2 * index, settings.firstUser + 2 * index + 1].map {
                 "\(settings.prefix)\($0)@\(settings.domain)/bench"
             }
-            return MessagePair(loop: group.next(), jids: users, padding: padding)
+            return MessagePair(loop: group.next(), jids: users, padding: padding, requestAcks: streamManagement)
         }
     }
 
@@ -179,7 +191,8 @@ final class MessageRun: Sendable {
                 let number = settings.firstUser + 2 * index + side
                 LoginClient.connect(
                     on: pair.loop, number: number, sourceIndex: 2 * index + side, settings: settings, keys: keys,
-                    next: { MessageClientHandler(pair: pair, side: side) }, finish: record
+                    next: { [streamManagement] in MessageClientHandler(pair: pair, side: side, streamManagement: streamManagement) },
+                    finish: record
                 ).whenFailure { error in record(.failure("connect: \(error)")) }
             }
         }
@@ -257,6 +270,8 @@ final class MessagePair: @unchecked Sendable {
     /// Full JIDs of side 0 and side 1.
     let jids: [String]
     let padding: String
+    /// XEP-0198: `<r/>` after every message.
+    let requestAcks: Bool
     var contexts: [ChannelHandlerContext?] = [nil, nil]
     /// Per direction, indexed by the sending side: the next sequence number to send, the next
     /// one expected at the receiver.
@@ -267,10 +282,11 @@ final class MessagePair: @unchecked Sendable {
     private var sending = false
     private var phaseEnd = NIODeadline.now()
 
-    init(loop: any EventLoop, jids: [String], padding: String) {
+    init(loop: any EventLoop, jids: [String], padding: String, requestAcks: Bool) {
         self.loop = loop
         self.jids = jids
         self.padding = padding
+        self.requestAcks = requestAcks
     }
 
     func startThroughput(window: Int, at start: NIODeadline, until end: NIODeadline) {
@@ -304,6 +320,7 @@ final class MessagePair: @unchecked Sendable {
         let now = NIODeadline.now().uptimeNanoseconds
         let text =
             "<message to='\(jids[1 - side])' type='chat' id='m\(sequence)'><body>\(sequence) \(now) \(padding)</body></message>"
+            + (requestAcks ? "<r xmlns='urn:xmpp:sm:3'/>" : "")
         context.writeAndFlush(NIOAny(context.channel.allocator.buffer(string: text)), promise: nil)
     }
 
@@ -345,16 +362,31 @@ final class MessagePair: @unchecked Sendable {
     }
 }
 
-/// After the login handler: hands messages to the pair, counts errors.
+/// After the login handler: hands messages to the pair, counts errors; with stream
+/// management, enables it once logged in and answers the server's `<r/>`.
 final class MessageClientHandler: ChannelInboundHandler {
     typealias InboundIn = XMLStreamEvent
+    static let sm = "urn:xmpp:sm:3"
 
     private let pair: MessagePair
     private let side: Int
+    private let streamManagement: Bool
+    /// XEP-0198 `h`: stanzas received since `<enabled/>`.
+    private var handled: UInt32 = 0
+    private var managed = false
 
-    init(pair: MessagePair, side: Int) {
+    init(pair: MessagePair, side: Int, streamManagement: Bool) {
         self.pair = pair
         self.side = side
+        self.streamManagement = streamManagement
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if streamManagement, case .loggedIn? = event as? LoginClientHandler.Event {
+            let enable = "<enable xmlns='\(Self.sm)'/>"
+            context.writeAndFlush(NIOAny(context.channel.allocator.buffer(string: enable)), promise: nil)
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -367,6 +399,21 @@ final class MessageClientHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard case .stanza(let element) = unwrapInboundIn(data) else { return }
+        if element.namespace == Self.sm {
+            switch element.name {
+            case "enabled":
+                managed = true
+            case "r":
+                let answer = "<a xmlns='\(Self.sm)' h='\(handled)'/>"
+                context.writeAndFlush(NIOAny(context.channel.allocator.buffer(string: answer)), promise: nil)
+            case "failed":
+                pair.receivedError()
+            default:
+                break  // <a/>: the server's acknowledgements, not measured
+            }
+            return
+        }
+        if managed { handled &+= 1 }
         switch element.name {
         case "message":
             pair.received(element, at: side)

@@ -39,6 +39,11 @@ public struct RoutedMessage: Sendable {
     /// The archive's sequence numbers for the message's rows: an XEP-0198 acknowledgement
     /// covering the message waits until they are committed.
     public var archived: ClosedRange<UInt64>?
+    /// Set for a message that tells its recipient an earlier one arrived (a delivery receipt,
+    /// a chat marker): it is delivered only once this completes (its archive rows, and so
+    /// those of every message routed before it, are committed), so no sender learns that a
+    /// message arrived before the server has stored it.
+    public var deliverAfter: Task<Void, Never>?
 
     public init(
         forRecipient: XMLElement, forSender: XMLElement, backpressure: Task<Void, Never>? = nil, archived: ClosedRange<UInt64>? = nil

@@ -139,6 +139,17 @@ public final class StanzaRouter: Sendable {
         if type != "error", let archiver = modules.messageArchiver {
             routed = archiver(stanza, sender.jid, to)
         }
+        if let gate = routed.deliverAfter {
+            let deferred = Task { [self, routed] in
+                await gate.value
+                let (work, delivered) = deliverMessage(routed.forRecipient, to: to, type: type, from: sender)
+                modules.messageCopier?(routed, sender, to, delivered)
+                await work?.value
+            }
+            var result = RouteResult(pending: deferred, archived: routed.archived)
+            result.holdsStream = true
+            return result
+        }
         let (work, delivered) = deliverMessage(routed.forRecipient, to: to, type: type, from: sender)
         modules.messageCopier?(routed, sender, to, delivered)
         switch (work, routed.backpressure) {

@@ -85,7 +85,7 @@ public final class RunningServer: Sendable {
         }
         let tls = try TLSContext(server: TLSServerConfiguration(certificateChain: .file(certificatePath), privateKey: .file(keyPath)))
 
-        let storage = try SQLiteStorage(path: configuration.sqlitePath)
+        let storage = try SQLiteStorage(path: configuration.sqlitePath, options: FaultInjection.storageOptions())
 
         let sessions = SessionRegistry()
         let events = ServerEventBus()

@@ -19,13 +19,18 @@ extension C2SSessionHandler {
         stanza.from = handle.jid.description
         if consumedBySession(stanza, handle: handle) { return }
         let routed = server.router.route(stanza, from: handle)
-        if let archived = routed.archived { boundSession?.archived(archived) }
+        if let archived = routed.archived {
+            boundSession?.archived(archived)
+            archiveUnconfirmed.append(archived.upperBound)
+        }
         if let pending = routed.pending {
             pendingDurability.append(pending)
             // Presence takes effect before anything after it; a run of messages to storage
             // is bounded so the queue of unconfirmed writes cannot grow without limit.
-            if stanza.name != "message" || pendingDurability.count >= 256 { waitForDurability() }
+            if stanza.name != "message" || routed.holdsStream || pendingDurability.count >= 256 { waitForDurability() }
         }
+        // One wait at a time: a session already waiting for storage reads nothing meanwhile.
+        if routed.archived != nil, !isSuspended { holdIfArchiveBehind() }
     }
 
     /// Stanzas the session answers itself: the legacy session iq and replies to the server's

@@ -61,10 +61,13 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     var admitted = false
 
     var suspendedEvents = HeldEvents()
-    private var isSuspended = false
+    var isSuspended = false
     /// Messages handed to storage (offline, archive backpressure) whose commit is not yet
     /// known: the stream goes on with further messages, but nothing else, until they are.
     var pendingDurability: [Task<Void, Never>] = []
+    /// Archive sequence numbers of this session's messages not yet known to be committed,
+    /// oldest first (`C2SSessionHandler+ArchiveDurability`).
+    var archiveUnconfirmed: [UInt64] = []
     /// Reading is off because many stanzas wait behind work in flight (storage commits):
     /// a bound client sending faster than storage keeps up is slowed by TCP, not cut off.
     private var heldForWork = false
@@ -240,11 +243,17 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
             if isClientState(element) { return clientState(element) }
             bindOrRefuse(element)
         case .bound(let handle):
-            if !pendingDurability.isEmpty, !(element.name == "message" && element.namespace == XMLNamespace.client) {
+            let isMessage = element.name == "message" && element.namespace == XMLNamespace.client
+            if !pendingDurability.isEmpty, !isMessage {
                 // Anything that could be an answer or an acknowledgement waits until the
                 // messages before it are durable; consecutive messages share group commits.
                 suspendedEvents.pushFront(.stanza(element))
                 return waitForDurability()
+            }
+            if !isMessage, !isAnsweredByNothing(element), let newest = newestUnconfirmedArchiveRow() {
+                // Likewise for their archive rows.
+                suspendedEvents.pushFront(.stanza(element))
+                return holdUntilArchived(newest)
             }
             if isStreamManagement(element), let session = boundSession { return streamManagement(element, session: session) }
             if isClientState(element) { return clientState(element) }

@@ -1,10 +1,11 @@
 import Foundation
 import GRDB
 
-/// Group commit for offline messages: stores and deletions that arrive while a transaction is
-/// being written wait in a queue and go into the next transaction together (up to
-/// `batchLimit`), so many concurrent callers share one commit and its fsync instead of
-/// queueing for one each.
+/// Group commit for offline messages and archive batches: stores, deletions and archive
+/// batches that arrive while a transaction is being written wait in a queue and go into the
+/// next transaction together (up to `batchLimit` requests), so many concurrent callers share
+/// one commit and its fsync instead of queueing for one each. A message to an offline account
+/// is both stored offline and archived: with the two in one queue, it costs one commit, not two.
 ///
 /// One writer task at a time drains the queue; it exists only while there is work. Requests are
 /// applied in arrival order, so one caller's messages get increasing ids. A request that fails
@@ -14,6 +15,8 @@ final class OfflineGroupCommit: @unchecked Sendable {
     enum Operation: Sendable {
         case store(stanza: String, quota: Int)
         case delete(ids: [Int64])
+        /// Rows for the archive (`SQLiteStorage.writeArchive`), in their order.
+        case archive(entries: [ArchiveEntry], maxPerUser: Int?)
     }
 
     private struct Request: Sendable {
@@ -24,6 +27,7 @@ final class OfflineGroupCommit: @unchecked Sendable {
 
     private let pool: DatabasePool
     private let batchLimit: Int
+    private let options: SQLiteStorage.Options
     private let lock = NSLock()
     /// Guarded by `lock`.
     private var queue: [Request] = []
@@ -32,9 +36,10 @@ final class OfflineGroupCommit: @unchecked Sendable {
     /// Guarded by `lock`: transactions written, for tests and metrics.
     private var batches = 0
 
-    init(pool: DatabasePool, batchLimit: Int) {
+    init(pool: DatabasePool, options: SQLiteStorage.Options) {
         self.pool = pool
-        self.batchLimit = max(batchLimit, 1)
+        self.options = options
+        self.batchLimit = max(options.offlineBatchLimit, 1)
     }
 
     /// Applies `operation` in the next batch and returns once that batch has committed: the
@@ -77,7 +82,7 @@ final class OfflineGroupCommit: @unchecked Sendable {
             let results: [Result<Int64, any Error>]
             do {
                 let date = Date()
-                results = try await pool.write { db in try Self.apply(batch, at: date, in: db) }
+                results = try await pool.write { [options] db in try Self.apply(batch, at: date, options: options, in: db) }
             } catch {
                 results = Array(repeating: .failure(error), count: batch.count)
             }
@@ -105,7 +110,9 @@ final class OfflineGroupCommit: @unchecked Sendable {
         }
     }
 
-    private static func apply(_ batch: [Request], at date: Date, in db: Database) throws -> [Result<Int64, any Error>] {
+    private static func apply(
+        _ batch: [Request], at date: Date, options: SQLiteStorage.Options, in db: Database
+    ) throws -> [Result<Int64, any Error>] {
         var accountIDs: [String: Int64?] = [:]
         // Messages each account holds, counting those stored earlier in this batch.
         var counts: [Int64: Int] = [:]
@@ -114,6 +121,10 @@ final class OfflineGroupCommit: @unchecked Sendable {
         let count = try db.cachedStatement(sql: "SELECT COUNT(*) FROM offline_messages WHERE account_id = ?")
 
         return try batch.map { request -> Result<Int64, any Error> in
+            if case .archive(let entries, let maxPerUser) = request.operation {
+                try SQLiteStorage.writeArchive(entries, maxPerUser: maxPerUser, options: options, in: db)
+                return .success(0)
+            }
             let accountID: Int64?
             if let known = accountIDs[request.user] {
                 accountID = known
@@ -151,6 +162,9 @@ final class OfflineGroupCommit: @unchecked Sendable {
                 }
                 counts[accountID] = nil
                 return .success(0)
+
+            case .archive:
+                return .success(0)  // written above
             }
         }
     }

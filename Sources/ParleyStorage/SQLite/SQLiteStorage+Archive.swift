@@ -2,53 +2,69 @@ import Foundation
 import GRDB
 
 extension SQLiteStorage: ArchiveStore {
+    /// Joins the offline messages' group commit: when both are waiting (a message to an
+    /// offline account is stored there and archived for both parties), one transaction and
+    /// one fsync take them together.
     public func archive(_ entries: [ArchiveEntry], maxPerUser: Int?) async throws {
         guard !entries.isEmpty else { return }
-        try await pool.write { db in
-            var accounts: [String: Int64?] = [:]
-            var preferences: [Int64: ArchivePreferences] = [:]
-            var touched: Set<Int64> = []
-            let insert = try db.cachedStatement(
-                sql: """
-                    INSERT INTO archive_messages
-                        (account_id, with_bare, from_bare, from_jid, to_jid, stanza_id, origin_id, message_id, message_type,
-                         stanza, archived_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """)
-            let retract = try db.cachedStatement(
-                sql: """
-                    UPDATE archive_messages SET stanza = NULL, retracted_at = ?
-                    WHERE account_id = ? AND from_bare = ? AND (stanza_id = ? OR origin_id = ?) AND retracted_at IS NULL
-                    """)
-            for entry in entries {
-                let cached = try accounts[entry.owner] ?? Self.accountID(of: entry.owner, in: db)
-                accounts[entry.owner] = cached
-                guard let accountID = cached else { continue }
-                let fromBare = Self.bare(entry.from)
-                if let target = entry.retracts {
-                    try retract.execute(arguments: [Self.milliseconds(entry.archivedAt), accountID, fromBare, target, target])
-                }
-                if preferences[accountID] == nil { preferences[accountID] = try Self.preferences(of: accountID, in: db) }
-                guard try Self.shouldArchive(with: entry.with, preferences: preferences[accountID]!, accountID: accountID, in: db) else {
-                    continue
-                }
-                try insert.execute(arguments: [
-                    accountID, entry.with, fromBare, entry.from, entry.to, entry.stanzaID, entry.originID, entry.messageID,
-                    entry.messageType, entry.stanza, Self.milliseconds(entry.archivedAt),
-                ])
-                touched.insert(accountID)
+        _ = try await offlineWriter.submit(user: "", .archive(entries: entries, maxPerUser: maxPerUser))
+    }
+
+    /// The archive's rows for `entries`, inside the caller's transaction.
+    static func writeArchive(_ entries: [ArchiveEntry], maxPerUser: Int?, options: Options, in db: Database) throws {
+        var accounts: [String: Int64?] = [:]
+        var preferences: [Int64: ArchivePreferences] = [:]
+        var touched: Set<Int64> = []
+        let insert = try db.cachedStatement(
+            sql: """
+                INSERT INTO archive_messages
+                    (account_id, with_bare, from_bare, from_jid, to_jid, stanza_id, origin_id, message_id, message_type,
+                     stanza, archived_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+        // Two statements, not one with OR: each is served by its own index (an OR of the
+        // two made SQLite walk the account's whole archive).
+        let retractByStanzaID = try db.cachedStatement(
+            sql: """
+                UPDATE archive_messages SET stanza = NULL, retracted_at = ?
+                WHERE account_id = ? AND stanza_id = ? AND from_bare = ? AND retracted_at IS NULL
+                """)
+        let retractByOriginID = try db.cachedStatement(
+            sql: """
+                UPDATE archive_messages SET stanza = NULL, retracted_at = ?
+                WHERE account_id = ? AND origin_id = ? AND from_bare = ? AND retracted_at IS NULL
+                """)
+        for entry in entries {
+            let cached = try accounts[entry.owner] ?? Self.accountID(of: entry.owner, in: db)
+            accounts[entry.owner] = cached
+            guard let accountID = cached else { continue }
+            let fromBare = Self.bare(entry.from)
+            if let target = entry.retracts {
+                let arguments: StatementArguments = [Self.milliseconds(entry.archivedAt), accountID, target, fromBare]
+                try retractByStanzaID.execute(arguments: arguments)
+                try retractByOriginID.execute(arguments: arguments)
             }
-            if let maxPerUser {
-                let trim = try db.cachedStatement(
-                    sql: """
-                        DELETE FROM archive_messages WHERE account_id = ? AND id <= (
-                            SELECT id FROM archive_messages WHERE account_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)
-                        """)
-                for accountID in touched {
-                    try trim.execute(arguments: [accountID, accountID, max(maxPerUser, 0)])
-                }
+            if preferences[accountID] == nil { preferences[accountID] = try Self.preferences(of: accountID, in: db) }
+            guard try Self.shouldArchive(with: entry.with, preferences: preferences[accountID]!, accountID: accountID, in: db) else {
+                continue
+            }
+            try insert.execute(arguments: [
+                accountID, entry.with, fromBare, entry.from, entry.to, entry.stanzaID, entry.originID, entry.messageID,
+                entry.messageType, entry.stanza, Self.milliseconds(entry.archivedAt),
+            ])
+            touched.insert(accountID)
+        }
+        if let maxPerUser {
+            let trim = try db.cachedStatement(
+                sql: """
+                    DELETE FROM archive_messages WHERE account_id = ? AND id <= (
+                        SELECT id FROM archive_messages WHERE account_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)
+                    """)
+            for accountID in touched {
+                try trim.execute(arguments: [accountID, accountID, max(maxPerUser, 0)])
             }
         }
+        options.beforeArchiveCommit?()
     }
 
     public func queryArchive(user: String, _ query: ArchiveQuery) async throws -> ArchivePage {
@@ -174,7 +190,11 @@ extension SQLiteStorage: ArchiveStore {
     @discardableResult
     public func pruneArchive(before date: Date) async throws -> Int {
         try await pool.write { db in
-            try db.execute(sql: "DELETE FROM archive_messages WHERE archived_at < ?", arguments: [Self.milliseconds(date)])
+            // Per account, through the (account_id, archived_at) index: there is no index on
+            // archived_at alone (v16). A deleted account's rows went with it.
+            try db.execute(
+                sql: "DELETE FROM archive_messages WHERE account_id IN (SELECT id FROM accounts) AND archived_at < ?",
+                arguments: [Self.milliseconds(date)])
             return db.changesCount
         }
     }

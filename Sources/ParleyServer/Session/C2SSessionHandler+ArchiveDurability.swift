@@ -1,0 +1,66 @@
+import NIOCore
+import ParleyCore
+
+/// The archive's share of a session's flow control and durability. Messages are delivered as
+/// soon as they are routed; their archive rows are committed by the archive writer in group
+/// commits shortly after. The session keeps the sequence numbers of its own rows not yet
+/// known to be committed, and:
+/// - before anything that could acknowledge them to the client (an iq, presence, an XEP-0198
+///   element: any answer comes after it), waits until all of them are committed;
+/// - reads on while fewer than `ArchiveWriter.sessionWindow` of its messages wait, and the
+///   writer is not far behind; otherwise it waits for its own *oldest* one only. The queue is
+///   one FIFO for everybody, so every sending session waits about as long as the others: the
+///   fairness the earlier shared target ("until the whole backlog is under 1024") lacked.
+extension C2SSessionHandler {
+    /// After routing a message whose rows were queued (and noted in `archiveUnconfirmed`).
+    func holdIfArchiveBehind() {
+        guard let archive = server.archive else { return }
+        forgetCommittedArchiveRows(archive)
+        guard let oldest = archiveUnconfirmed.first else { return }
+        if archiveUnconfirmed.count > ArchiveWriter.sessionWindow || archive.backlog > ArchiveWriter.highWater {
+            holdUntilArchived(oldest)
+        }
+    }
+
+    /// The client's own acknowledgement (`<a/>`) and its XEP-0352 state get no answer, so
+    /// they acknowledge nothing and need not wait.
+    func isAnsweredByNothing(_ element: XMLElement) -> Bool {
+        (isStreamManagement(element) && element.name == "a") || isClientState(element)
+    }
+
+    /// The newest of this session's rows not committed yet, if any: a stanza that may
+    /// acknowledge the messages before it waits for this one.
+    func newestUnconfirmedArchiveRow() -> UInt64? {
+        guard let archive = server.archive, !archiveUnconfirmed.isEmpty else { return nil }
+        forgetCommittedArchiveRows(archive)
+        return archiveUnconfirmed.last
+    }
+
+    /// Sequence numbers only grow, and commits go in order: what is written is a prefix.
+    private func forgetCommittedArchiveRows(_ archive: ArchiveWriter) {
+        let written = archive.writtenThrough
+        guard let first = archiveUnconfirmed.first, first <= written else { return }
+        if archiveUnconfirmed.last! <= written {
+            archiveUnconfirmed.removeAll(keepingCapacity: archiveUnconfirmed.count > 1)
+        } else {
+            archiveUnconfirmed.removeFirst(archiveUnconfirmed.firstIndex { $0 > written }!)
+        }
+    }
+
+    /// Holds every event (reading stops once a few are queued) until the archive has written
+    /// through `target`; no task is made for the wait, the writer calls back.
+    func holdUntilArchived(_ target: UInt64) {
+        guard let context, let archive = server.archive else { return }
+        isSuspended = true
+        let loop = context.eventLoop
+        let loopBound = NIOLoopBound(self, eventLoop: loop)
+        archive.whenWritten(target) {
+            loop.execute {
+                let handler = loopBound.value
+                handler.isSuspended = false
+                guard !handler.isClosed else { return }
+                handler.drainSuspendedEvents()
+            }
+        }
+    }
+}
