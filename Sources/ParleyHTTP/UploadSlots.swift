@@ -154,9 +154,15 @@ public final class UploadSlots: Sendable {
         return parts.allSatisfy { !$0.isEmpty && $0.unicodeScalars.allSatisfy(token.contains) }
     }
 
+    /// `bytes` random bytes in hex, drawn eight at a time: each draw is a getrandom(2) call.
     static func randomHex(bytes: Int) -> String {
         var generator = SystemRandomNumberGenerator()
-        return hex((0..<bytes).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        var random: [UInt8] = []
+        random.reserveCapacity(bytes + 7)
+        while random.count < bytes {
+            withUnsafeBytes(of: generator.next() as UInt64) { random.append(contentsOf: $0) }
+        }
+        return hex(Array(random.prefix(bytes)))
     }
 
     private static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
