@@ -35,7 +35,9 @@ ensure_ejabberd() { # script-name
 # Registration is open to loopback only and has no per-address delay, so the accounts can be
 # made through XEP-0077 in-band registration (ejabberdctl register starts an Erlang VM per
 # account: minutes for a few hundred). The shaper is off, as the other servers have none.
-write_ejabberd_config() { # port distribution-port
+# $3: more listeners (YAML list items, indented by two); $4: more YAML at the end (module
+# entries indented by two, then top-level keys if any).
+write_ejabberd_config() { # port distribution-port [extra-listeners] [extra-yaml]
     local dir=$tmp/ejabberd
     mkdir -p "$dir/db" "$dir/logs"
     cat > "$dir/ejabberd.yml" <<EOF
@@ -56,6 +58,7 @@ listen:
     shaper: none
     access: c2s
     starttls: false
+${3:-}
 acl:
   loopback:
     ip: [127.0.0.0/8]
@@ -84,6 +87,7 @@ modules:
   mod_pubsub:
     access_createnode: pubsub_createnode
     plugins: [flat, pep]
+${4:-}
 EOF
     cat > "$dir/ejabberdctl.cfg" <<EOF
 ERL_DIST_PORT=$2

@@ -29,7 +29,8 @@ public final class HTTPService: Service, Sendable {
         let responder = router.buildResponder()
         // A client that stops sending (mid-upload, or after connecting) is dropped, so that an
         // idle connection cannot hold a slot or a file descriptor for ever.
-        let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: .seconds(60)))
+        let http1 = HTTPServerBuilder.http1(
+            configuration: .init(additionalChannelHandlers: [RequestBodyCoalescer()], idleTimeout: .seconds(60)))
         var server = http1
         if configuration.tls {
             let chain = try NIOSSLCertificate.fromPEMFile(certificatePath).map { NIOSSLCertificateSource.certificate($0) }

@@ -70,6 +70,7 @@ public struct UploadFeature: HTTPFeature {
             try? await store.remove(accountID: record.accountID, id: id)
             return Self.refusal(.gone, "The upload slot was deleted during the upload")
         }
+        slots.usage.fileStored(by: record.owner, size: record.size)
         return Response(status: .created, headers: Self.corsHeaders)
     }
 

@@ -31,7 +31,7 @@ public enum UploadSlotError: Error, Sendable, Equatable {
 /// `urn:xmpp:http:upload:0` hosted service calls `makeSlot`; the PUT route calls `verify`.
 public final class UploadSlots: Sendable {
     public let configuration: HTTPConfiguration.Upload
-    /// Where URLs point, without a trailing slash, e.g. `https://example.org:5443`. Settable
+    /// Where URLs point, without a trailing slash, e.g. `https://example.org:5281`. Settable
     /// because with port 0 it is only known once the listener is bound.
     public var baseURL: String {
         get { base.withLockedValue { $0 } }
@@ -39,6 +39,7 @@ public final class UploadSlots: Sendable {
     }
     private let base: NIOLockedValueBox<String>
     let metadata: any UploadMetadataStore
+    let usage = UploadUsage()
     private let secret: [UInt8]
     private let now: @Sendable () -> Date
 
@@ -71,7 +72,9 @@ public final class UploadSlots: Sendable {
         let dayAgo = created.addingTimeInterval(-86_400)
         let usage: (recent: Int64, stored: Int64)
         do {
-            usage = try await metadata.uploadUsage(of: account, since: dayAgo)
+            usage = try await self.usage.usage(of: account, now: created) {
+                try await metadata.uploadUsage(of: account, since: dayAgo)
+            }
         } catch {
             throw .notAllowed("Only accounts on this server may upload")
         }
@@ -93,6 +96,7 @@ public final class UploadSlots: Sendable {
         } catch {
             throw .badRequest("The slot could not be recorded; try again")
         }
+        self.usage.slotIssued(to: account, size: size)
         let expires = Int64(created.timeIntervalSince1970) + configuration.slotLifetime.components.seconds
         let path = Self.path(id: id, filename: name)
         let token = signature(path: path, size: size, contentType: type, expires: expires)
@@ -117,7 +121,19 @@ public final class UploadSlots: Sendable {
     private func signature(path: String, size: Int64, contentType: String, expires: Int64) -> String {
         let message = Array("\(path)\n\(size)\n\(contentType)\n\(expires)".utf8)
         let mac = (try? HashFunction.sha256.hmac(key: secret, data: message)) ?? []
-        return mac.map { String(format: "%02x", $0) }.joined()
+        return Self.hex(mac)
+    }
+
+    /// Lowercase hex, without running Foundation's formatter (`String(format:)`) once per byte.
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        return String(unsafeUninitializedCapacity: bytes.count * 2) { buffer in
+            for (index, byte) in bytes.enumerated() {
+                buffer[2 * index] = digits[Int(byte >> 4)]
+                buffer[2 * index + 1] = digits[Int(byte & 0x0F)]
+            }
+            return bytes.count * 2
+        }
     }
 
     /// Path separators and control characters would let a name escape its directory or break
@@ -138,9 +154,15 @@ public final class UploadSlots: Sendable {
         return parts.allSatisfy { !$0.isEmpty && $0.unicodeScalars.allSatisfy(token.contains) }
     }
 
+    /// `bytes` random bytes in hex, drawn eight at a time: each draw is a getrandom(2) call.
     static func randomHex(bytes: Int) -> String {
         var generator = SystemRandomNumberGenerator()
-        return (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max, using: &generator)) }.joined()
+        var random: [UInt8] = []
+        random.reserveCapacity(bytes + 7)
+        while random.count < bytes {
+            withUnsafeBytes(of: generator.next() as UInt64) { random.append(contentsOf: $0) }
+        }
+        return hex(Array(random.prefix(bytes)))
     }
 
     private static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {

@@ -28,6 +28,8 @@ public enum UploadStoreError: Error, Equatable {
 public struct DirectoryUploadStore: UploadStore {
     public let directory: String
     private let fileIO = FileIO()
+    /// Bytes per write to disk and per read from it.
+    static let writeSize = 256 * 1024
 
     public init(directory: String) {
         self.directory = directory
@@ -41,13 +43,25 @@ public struct DirectoryUploadStore: UploadStore {
         var received: Int64 = 0
         do {
             try await FileSystem.shared.withFileHandle(forWritingAt: temporary, options: .newFile(replaceExisting: true)) { handle in
-                try await handle.withBufferedWriter { writer in
-                    for try await buffer in body {
-                        received += Int64(buffer.readableBytes)
-                        guard received <= size else { throw UploadStoreError.sizeMismatch(expected: size, received: received) }
-                        _ = try await writer.write(contentsOf: buffer)
+                // Large parts (a read's worth, joined by RequestBodyCoalescer) are written as
+                // they come, without a copy; small ones are gathered first, so that a trickle
+                // does not cost a thread-pool hop per part.
+                var gathered = ByteBuffer()
+                var offset: Int64 = 0
+                for try await part in body {
+                    received += Int64(part.readableBytes)
+                    guard received <= size else { throw UploadStoreError.sizeMismatch(expected: size, received: received) }
+                    if gathered.readableBytes == 0, part.readableBytes >= Self.writeSize / 4 {
+                        offset += try await handle.write(contentsOf: part, toAbsoluteOffset: offset)
+                        continue
+                    }
+                    gathered.writeImmutableBuffer(part)
+                    if gathered.readableBytes >= Self.writeSize {
+                        offset += try await handle.write(contentsOf: gathered, toAbsoluteOffset: offset)
+                        gathered.clear()
                     }
                 }
+                if gathered.readableBytes > 0 { _ = try await handle.write(contentsOf: gathered, toAbsoluteOffset: offset) }
             }
             guard received == size else { throw UploadStoreError.sizeMismatch(expected: size, received: received) }
             try await FileSystem.shared.moveItem(at: temporary, to: folder.appending(id))
@@ -59,8 +73,8 @@ public struct DirectoryUploadStore: UploadStore {
 
     public func read(accountID: Int64, id: String, range: ClosedRange<Int>?, context: HTTPContext) async throws -> ResponseBody {
         let path = "\(directory)/\(accountID)/\(id)"
-        if let range { return try await fileIO.loadFile(path: path, range: range, context: context) }
-        return try await fileIO.loadFile(path: path, context: context)
+        if let range { return try await fileIO.loadFile(path: path, range: range, context: context, chunkLength: Self.writeSize) }
+        return try await fileIO.loadFile(path: path, context: context, chunkLength: Self.writeSize)
     }
 
     public func remove(accountID: Int64, id: String) async throws {

@@ -20,10 +20,12 @@ import Testing
         #expect(config.sqlitePath == "./data/parley.sqlite")
     }
 
-    @Test func theCommittedConfigurationLoadsAndOnlyTurnsOnRegistration() async throws {
+    @Test func theCommittedConfigurationLoadsAndOnlyTurnsOnRegistrationAndHTTP() async throws {
         let config = try await ServerConfiguration.load(file: committedConfigurationPath, environment: [:])
         var expected = ServerConfiguration()
         expected.registration.enabled = true
+        // So that `make run` gives a server where clients can send files.
+        expected.http.enabled = true
         #expect(config == expected)
     }
 

@@ -21,12 +21,23 @@ struct ServerProcess {
     }
 
     /// VmRSS in KiB.
-    func rssKiB() -> Int? {
+    func rssKiB() -> Int? { status("VmRSS") }
+
+    /// VmHWM in KiB: the peak RSS since the start or since `resetPeakRSS`.
+    func peakRSSKiB() -> Int? { status("VmHWM") }
+
+    private func status(_ field: String) -> Int? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
-        for line in text.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+        for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
             return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
         }
         return nil
+    }
+
+    /// Sets the peak to the current RSS (proc(5) clear_refs; needs the right to write there:
+    /// the same user, or root).
+    func resetPeakRSS() {
+        try? Data("5".utf8).write(to: URL(fileURLWithPath: "/proc/\(pid)/clear_refs"))
     }
 }
 

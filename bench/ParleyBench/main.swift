@@ -13,7 +13,7 @@ protocol Benchmark {
 
 let benchmarks: [any Benchmark.Type] = [
     ParserBenchmark.self, LoginBenchmark.self, MessageBenchmark.self, OfflineBenchmark.self, PEPBenchmark.self,
-    SeedUsersCommand.self,
+    UploadBenchmark.self, SeedUsersCommand.self,
 ]
 
 struct UsageError: Error, CustomStringConvertible {

@@ -5,8 +5,8 @@ import Foundation
 public struct HTTPConfiguration: Sendable, Hashable {
     public var enabled = false
     public var interfaces = ["127.0.0.1"]
-    /// 0 picks a free port (tests).
-    public var port = 5443
+    /// Prosody's HTTPS port. 0 picks a free port (tests).
+    public var port = 5281
     /// HTTPS with the c2s certificate. Plain HTTP is refused on a non-loopback interface unless
     /// `allowPlainHTTP` says so (behind a TLS-terminating proxy, say).
     public var tls = true

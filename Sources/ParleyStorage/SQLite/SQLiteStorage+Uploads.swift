@@ -11,11 +11,13 @@ extension SQLiteStorage: UploadMetadataStore {
         try await pool.write { db in
             var record = record
             record.accountID = try Self.existingAccountID(of: record.owner, in: db)
-            try db.execute(
+            // Cached: a slot request's one write, parsed once rather than per slot.
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO uploads (id, account_id, filename, size, content_type, created_at, state)
                     VALUES (?, ?, ?, ?, ?, ?, ?)
-                    """,
+                    """
+            ).execute(
                 arguments: [
                     record.id, record.accountID, record.filename, record.size, record.contentType,
                     Self.milliseconds(record.createdAt), record.state.rawValue,
@@ -50,9 +52,8 @@ extension SQLiteStorage: UploadMetadataStore {
 
     public func transitionUpload(id: String, from: UploadRecord.State, to: UploadRecord.State) async throws -> Bool {
         try await pool.write { db in
-            try db.execute(
-                sql: "UPDATE uploads SET state = ? WHERE id = ? AND state = ?",
-                arguments: [to.rawValue, id, from.rawValue])
+            try db.cachedStatement(sql: "UPDATE uploads SET state = ? WHERE id = ? AND state = ?")
+                .execute(arguments: [to.rawValue, id, from.rawValue])
             return db.changesCount == 1
         }
     }
