@@ -34,6 +34,7 @@ bench: deps
 	bench/login.sh
 	bench/messages.sh
 	bench/pep.sh
+	bench/muc.sh
 
 fuzz: deps
 	$(SWIFT) build -c release --product ParleyFuzz --scratch-path .build-fuzz \

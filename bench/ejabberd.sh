@@ -35,7 +35,13 @@ ensure_ejabberd() { # script-name
 # Registration is open to loopback only and has no per-address delay, so the accounts can be
 # made through XEP-0077 in-band registration (ejabberdctl register starts an Erlang VM per
 # account: minutes for a few hundred). The shaper is off, as the other servers have none.
-write_ejabberd_config() { # port distribution-port
+# $3 replaces the modules after the common ones (default: PEP's, for bench/pep.sh), as YAML
+# lines indented by two spaces.
+ejabberd_pep_modules='  mod_caps: {}
+  mod_pubsub:
+    access_createnode: pubsub_createnode
+    plugins: [flat, pep]'
+write_ejabberd_config() { # port distribution-port [modules-yaml]
     local dir=$tmp/ejabberd
     mkdir -p "$dir/db" "$dir/logs"
     cat > "$dir/ejabberd.yml" <<EOF
@@ -73,7 +79,6 @@ shaper_rules:
   max_user_offline_messages: 100
   c2s_shaper: none
 modules:
-  mod_caps: {}
   mod_disco: {}
   mod_ping: {}
   mod_roster: {}
@@ -81,9 +86,7 @@ modules:
     access: register
     ip_access: trusted_network
     password_strength: 0
-  mod_pubsub:
-    access_createnode: pubsub_createnode
-    plugins: [flat, pep]
+${3:-$ejabberd_pep_modules}
 EOF
     cat > "$dir/ejabberdctl.cfg" <<EOF
 ERL_DIST_PORT=$2
