@@ -189,8 +189,22 @@ final class MUCRun: Sendable {
 
     private var senders: [MUCBenchOccupant] { occupants.filter { $0.senderSlot != nil } }
 
-    /// Logs every client in, at once; returns the failures (none: all are up).
-    func logIn(timeout: Double) -> [String: Int] {
+    /// Logs every client in, `wave` at a time (ejabberd resets some of a thousand connections
+    /// opened at once on a busy machine); returns the failures (none: all are up).
+    func logIn(timeout: Double, wave: Int = 100) -> [String: Int] {
+        let deadline = NIODeadline.now() + .nanoseconds(Int64(timeout * 1e9))
+        var failures: [String: Int] = [:]
+        for start in stride(from: 0, to: occupants.count, by: wave) {
+            let left = Double((deadline - NIODeadline.now()).nanoseconds) / 1e9
+            for (reason, count) in logIn(Array(occupants[start..<min(occupants.count, start + wave)]), timeout: left) {
+                failures[reason, default: 0] += count
+            }
+            if !failures.isEmpty { break }
+        }
+        return failures
+    }
+
+    private func logIn(_ occupants: [MUCBenchOccupant], timeout: Double) -> [String: Int] {
         let outcomes = NIOLockedValueBox<(done: Int, failures: [String: Int])>((0, [:]))
         let done = DispatchSemaphore(value: 0)
         let total = occupants.count
