@@ -110,7 +110,12 @@ start_ejabberd() { # port
     server_pid=""
     for _ in $(seq 300); do
         [ -n "$server_pid" ] || server_pid=$(pgrep -f "beam.smp.*$node" | head -n 1 || true)
-        if [ -n "$server_pid" ] && (exec 9<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+        if [ -n "$server_pid" ] && (exec 9<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            # su gives ejabberd's user the default limit of 1,024 descriptors: a room of 1,000
+            # occupants needs more (its Erlang VM was started allowing 32,000 ports).
+            prlimit --pid "$server_pid" --nofile="$(ulimit -Hn):$(ulimit -Hn)" 2>/dev/null || true
+            return 0
+        fi
         kill -0 "$script_pid" 2>/dev/null || break
         sleep 0.1
     done
