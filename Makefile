@@ -35,6 +35,7 @@ bench: deps
 	bench/messages.sh
 	MODE=defaults bench/messages.sh
 	bench/pep.sh
+	bench/muc.sh
 	bench/upload.sh
 
 fuzz: deps

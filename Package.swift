@@ -157,7 +157,7 @@ let package = Package(
         .testTarget(
             name: "ParleyTLSTests",
             dependencies: [
-                "ParleyTLS", "COpenSSL",
+                "ParleyTLS", "COpenSSL", "ParleyTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

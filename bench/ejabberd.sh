@@ -36,8 +36,13 @@ ensure_ejabberd() { # script-name
 # made through XEP-0077 in-band registration (ejabberdctl register starts an Erlang VM per
 # account: minutes for a few hundred). The shaper is off, as the other servers have none.
 # $3: more listeners (YAML list items, indented by two); $4: more YAML at the end (module
-# entries indented by two, then top-level keys if any).
-write_ejabberd_config() { # port distribution-port [extra-listeners] [extra-yaml]
+# entries indented by two, then top-level keys if any); $5 replaces the modules after the
+# common ones (default: PEP's, for bench/pep.sh), as YAML lines indented by two spaces.
+ejabberd_pep_modules='  mod_caps: {}
+  mod_pubsub:
+    access_createnode: pubsub_createnode
+    plugins: [flat, pep]'
+write_ejabberd_config() { # port distribution-port [extra-listeners] [extra-yaml] [modules-yaml]
     local dir=$tmp/ejabberd
     mkdir -p "$dir/db" "$dir/logs"
     cat > "$dir/ejabberd.yml" <<EOF
@@ -76,7 +81,6 @@ shaper_rules:
   max_user_offline_messages: 100
   c2s_shaper: none
 modules:
-  mod_caps: {}
   mod_disco: {}
   mod_ping: {}
   mod_roster: {}
@@ -84,9 +88,7 @@ modules:
     access: register
     ip_access: trusted_network
     password_strength: 0
-  mod_pubsub:
-    access_createnode: pubsub_createnode
-    plugins: [flat, pep]
+${5:-$ejabberd_pep_modules}
 ${4:-}
 EOF
     cat > "$dir/ejabberdctl.cfg" <<EOF
@@ -111,7 +113,12 @@ start_ejabberd() { # port
     server_pid=""
     for _ in $(seq 300); do
         [ -n "$server_pid" ] || server_pid=$(pgrep -f "beam.smp.*$node" | head -n 1 || true)
-        if [ -n "$server_pid" ] && (exec 9<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+        if [ -n "$server_pid" ] && (exec 9<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            # su gives ejabberd's user the default limit of 1,024 descriptors: a room of 1,000
+            # occupants needs more (its Erlang VM was started allowing 32,000 ports).
+            prlimit --pid "$server_pid" --nofile="$(ulimit -Hn):$(ulimit -Hn)" 2>/dev/null || true
+            return 0
+        fi
         kill -0 "$script_pid" 2>/dev/null || break
         sleep 0.1
     done

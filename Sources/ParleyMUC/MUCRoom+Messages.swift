@@ -27,10 +27,16 @@ extension MUCRoom {
         message.append(XMLElement("stanza-id", namespace: XMLNamespace.stanzaID, ["id": UUID().uuidString, "by": jid.description]))
         message.append(XMLElement("occupant-id", namespace: MUCNamespace.occupantID, ["id": sender.occupantID]))
         if Self.isHistoric(message) { history.append(message, limit: historyLimit) }
-        for recipient in allSessions {
-            var copy = message
-            copy.to = recipient.description
-            out.append(copy)
+        // The copies differ only in `to`: the payload is serialized once for all of them.
+        let shared = XMLElement(
+            message.name, namespace: message.namespace, attributes: message.attributes + [XMLAttribute("to", "")],
+            children: message.elements.map { .element($0.serializedOnce(in: .clientStream)) })
+        for occupant in occupants.values {
+            for recipient in occupant.sessions {
+                var copy = shared
+                copy.to = recipient.description
+                out.append(copy)
+            }
         }
         return message
     }

@@ -23,7 +23,7 @@ extension MUCRoom {
                 throw StanzaError(.conflict, text: "The nickname '\(nick)' is in use in this room.")
             }
             addSession(session, to: nick)
-            sendOccupants(to: session, except: nick, out: &out)
+            sendOccupants(to: session, withRealJID: seesRealJIDs(occupant(nick) ?? existing), except: nick, out: &out)
             out.append(presence(of: occupant(nick) ?? existing, to: session, statuses: selfStatuses(created: false, assignedNick: assignedNick)))
             out.append(contentsOf: historyMessages(to: session, request: Self.historyRequest(stanza)))
             out.append(subjectMessage(to: session))
@@ -38,10 +38,10 @@ extension MUCRoom {
             nick: nick, account: session.bare, sessions: [session],
             role: defaultRole(for: affiliation),
             occupantID: occupantID(for: session), presence: stanza)
-        sendOccupants(to: session, except: nil, out: &out)
-        let others = allSessions
+        // The newcomer sees real JIDs as its role lets it (§7.2.3: a moderator does).
+        sendOccupants(to: session, withRealJID: seesRealJIDs(occupant), except: nil, out: &out)
         add(occupant)
-        for other in others { out.append(presence(of: occupant, to: other)) }
+        broadcastShown(occupant, except: [session], out: &out)
         out.append(presence(of: occupant, to: session, statuses: selfStatuses(created: created, assignedNick: assignedNick)))
         out.append(contentsOf: historyMessages(to: session, request: Self.historyRequest(stanza)))
         out.append(subjectMessage(to: session))
@@ -55,7 +55,7 @@ extension MUCRoom {
         if let stanza { leaving.presence = stanza }
         leaving.sessions = [session]
         if removeSession(session) != nil {
-            for other in allSessions { out.append(presence(of: leaving, to: other, type: "unavailable", role: MUCRole.none)) }
+            broadcast(out: &out) { presence(of: leaving, to: "", withRealJID: $0, type: "unavailable", role: MUCRole.none) }
         }
         if stanza != nil {
             out.append(presence(of: leaving, to: session, type: "unavailable", statuses: [.selfPresence], role: MUCRole.none))
@@ -66,10 +66,8 @@ extension MUCRoom {
     private mutating func update(_ stanza: XMLElement, of nick: String, out: inout [XMLElement]) {
         self.update(nick) { $0.presence = stanza }
         guard let occupant = occupant(nick) else { return }
-        for session in allSessions {
-            let own = occupant.sessions.contains(session)
-            out.append(presence(of: occupant, to: session, statuses: own ? [.selfPresence] : []))
-        }
+        for session in occupant.sessions { out.append(presence(of: occupant, to: session, statuses: [.selfPresence])) }
+        broadcastShown(occupant, except: occupant.sessions, out: &out)
     }
 
     /// §7.6: unavailable from the old nickname with 303 and the new one, then available from
@@ -92,13 +90,6 @@ extension MUCRoom {
         for recipient in allSessions {
             let own: [MUCStatus] = assigned ? [.selfPresence, .nickAssigned] : [.selfPresence]
             out.append(presence(of: renamed, to: recipient, statuses: renamed.sessions.contains(recipient) ? own : []))
-        }
-    }
-
-    /// §7.2.3: every other occupant's presence, before the newcomer's own.
-    private func sendOccupants(to session: JID, except nick: String?, out: inout [XMLElement]) {
-        for occupant in occupants.values.sorted(by: { $0.nick < $1.nick }) where occupant.nick != nick {
-            out.append(presence(of: occupant, to: session))
         }
     }
 

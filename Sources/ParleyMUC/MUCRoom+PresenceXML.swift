@@ -9,9 +9,18 @@ extension MUCRoom {
         of occupant: MUCOccupant, to recipient: JID, type: String? = nil, statuses: [MUCStatus] = [], newNick: String? = nil,
         role: MUCRole? = nil, extra: [XMLElement] = [], itemChildren: [XMLElement] = []
     ) -> XMLElement {
+        presence(
+            of: occupant, to: recipient.description, withRealJID: maySee(realJIDsAs: recipient), type: type, statuses: statuses,
+            newNick: newNick, role: role, extra: extra, itemChildren: itemChildren)
+    }
+
+    /// The same, for a recipient given by its address and what it may see.
+    func presence(
+        of occupant: MUCOccupant, to recipient: String, withRealJID: Bool, type: String? = nil, statuses: [MUCStatus] = [],
+        newNick: String? = nil, role: MUCRole? = nil, extra: [XMLElement] = [], itemChildren: [XMLElement] = []
+    ) -> XMLElement {
         var presence = XMLElement(
-            "presence", namespace: XMLNamespace.client,
-            ["from": occupantJID(occupant.nick).description, "to": recipient.description])
+            "presence", namespace: XMLNamespace.client, ["from": occupantJID(occupant.nick).description, "to": recipient])
         if let type { presence.setAttribute("type", type) }
         for child in occupant.presence.elements where Self.isForwarded(child, unavailable: type == "unavailable") {
             presence.append(child)
@@ -19,7 +28,7 @@ extension MUCRoom {
         var item = XMLElement(
             "item", namespace: MUCNamespace.user,
             ["affiliation": affiliation(of: occupant.account).rawValue, "role": (role ?? occupant.role).rawValue])
-        if maySee(realJIDsAs: recipient) { item.setAttribute("jid", occupant.realJID.description) }
+        if withRealJID { item.setAttribute("jid", occupant.realJID.description) }
         if let newNick { item.setAttribute("nick", newNick) }
         for child in itemChildren { item.append(child) }
         var x = XMLElement("x", namespace: MUCNamespace.user, [:], [item])

@@ -68,6 +68,8 @@ public final class MUCService: HostedService {
     let logger: Logger
     private let state = NIOLockedValueBox(State())
     let outlet = NIOLockedValueBox<HostedServiceOutlet?>(nil)
+    /// Addresses of stanzas sent, parsed: see `send(_:through:)`.
+    private let addresses = NIOLockedValueBox<[String: JID]>([:])
 
     public init(settings: Settings, logger: Logger) {
         self.settings = settings
@@ -266,7 +268,12 @@ public final class MUCService: HostedService {
             return true
         }
         guard drain else { return }
-        let outlet = outlet.withLockedValue { $0 }
+        guard let outlet = outlet.withLockedValue({ $0 }) else {
+            return state.withLockedValue { state in
+                state.outbox = []
+                state.draining = false
+            }
+        }
         while true {
             let batch = state.withLockedValue { state -> [XMLElement] in
                 let batch = state.outbox
@@ -275,7 +282,43 @@ public final class MUCService: HostedService {
                 return batch
             }
             guard !batch.isEmpty else { return }
-            for stanza in batch { outlet?.send(stanza) }
+            send(batch, through: outlet)
         }
+    }
+
+    /// Sends in order, the addresses parsed once per distinct string (a room's stanzas go to
+    /// the same few hundred sessions from the same few hundred occupant JIDs, again and again),
+    /// so the router batches the hops to the sessions' event loops.
+    private func send(_ batch: [XMLElement], through outlet: HostedServiceOutlet) {
+        var deliveries: [HostedDelivery] = []
+        deliveries.reserveCapacity(batch.count)
+        // Stanzas whose addresses do not parse go the usual way (the router refuses and logs
+        // them), after the deliveries before them.
+        var unparsed: [(after: Int, stanza: XMLElement)] = []
+        addresses.withLockedValue { memo in
+            if memo.count > 100_000 { memo.removeAll() }
+            func parse(_ text: String?) -> JID? {
+                guard let text else { return nil }
+                if let known = memo[text] { return known }
+                guard let jid = try? JID(text) else { return nil }
+                memo[text] = jid
+                return jid
+            }
+            for stanza in batch {
+                // Unparsable addresses: the router refuses and logs it, in its turn.
+                guard let from = parse(stanza.from), let to = parse(stanza.to) else {
+                    unparsed.append((deliveries.count, stanza))
+                    continue
+                }
+                deliveries.append(HostedDelivery(stanza, from: from, to: to))
+            }
+        }
+        var sent = 0
+        for (after, stanza) in unparsed {
+            if after > sent { outlet.send(Array(deliveries[sent..<after])) }
+            outlet.send(stanza)
+            sent = after
+        }
+        if sent < deliveries.count { outlet.send(sent == 0 ? deliveries : Array(deliveries[sent...])) }
     }
 }

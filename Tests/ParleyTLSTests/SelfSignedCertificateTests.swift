@@ -1,6 +1,7 @@
 import COpenSSL
 import Foundation
 import ParleyTLS
+import ParleyTestSupport
 import Testing
 
 @Suite struct SelfSignedCertificateTests {
@@ -61,7 +62,7 @@ import Testing
         process.arguments = ["x509", "-in", path, "-noout", "-fingerprint", "-sha256"]
         let output = Pipe()
         process.standardOutput = output
-        try process.run()
+        try ProcessLaunch.run(process)
         process.waitUntilExit()
         let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         // "sha256 Fingerprint=AB:CD:..."

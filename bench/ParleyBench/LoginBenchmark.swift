@@ -237,10 +237,12 @@ enum LoginClient {
     /// Connects `<prefix><number>` on `loop` and logs it in with `LoginClientHandler`, which calls
     /// `finish` once (pong or failure). With `next`, the handler made by it sits after the login
     /// handler and gets every stanza the login does not consume, and `LoginClientHandler.Event`s.
-    /// `sourceIndex` picks the loopback source address when `settings.sources` > 1.
+    /// `sourceIndex` picks the loopback source address when `settings.sources` > 1. The
+    /// handler made by `first` sits before the decoder and sees the bytes.
     static func connect(
         on loop: any EventLoop, number: Int, sourceIndex: Int, settings: LoginBenchmark.Settings, keys: SCRAMKeyCache,
-        next: (@Sendable () -> any ChannelHandler)? = nil, finish: @escaping @Sendable (LoginOutcome) -> Void
+        first: (@Sendable () -> any ChannelHandler)? = nil, next: (@Sendable () -> any ChannelHandler)? = nil,
+        finish: @escaping @Sendable (LoginOutcome) -> Void
     ) -> EventLoopFuture<any Channel> {
         let username = "\(settings.prefix)\(number)"
         let started = NIODeadline.now()
@@ -249,6 +251,7 @@ enum LoginClient {
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let first { try channel.pipeline.syncOperations.addHandler(first()) }
                     try channel.pipeline.syncOperations.addHandler(XMLStreamDecoder())
                     try channel.pipeline.syncOperations.addHandler(
                         LoginClientHandler(

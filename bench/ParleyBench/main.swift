@@ -12,7 +12,7 @@ protocol Benchmark {
 }
 
 let benchmarks: [any Benchmark.Type] = [
-    ParserBenchmark.self, LoginBenchmark.self, MessageBenchmark.self, OfflineBenchmark.self, PEPBenchmark.self,
+    ParserBenchmark.self, LoginBenchmark.self, MessageBenchmark.self, OfflineBenchmark.self, PEPBenchmark.self, MUCBenchmark.self,
     UploadBenchmark.self, SeedUsersCommand.self,
 ]
 

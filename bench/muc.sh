@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Multi-user chat (XEP-0045): parleyd's MUC service next to Prosody's MUC component and
+# ejabberd's mod_muc, in one run, for rooms of ROOM_SIZES occupants (10, 100, 1,000).
+#
+# For each server and each room size, on loopback only, plain TCP and SCRAM-SHA-256
+# (bench/lib.sh, bench/ejabberd.sh), a fresh server instance (so one size's leftovers do not
+# weigh on the next), then `ParleyBench muc`:
+#   - N accounts log in (available presence); the server's RSS is read;
+#   - join: o0 creates the room at conference.localhost and accepts an instant room; then the
+#     other N-1 enter at once; the time to the last self-presence (status 110), then every
+#     occupant must see all N; the server's RSS again -> KiB per occupant (the difference over
+#     N: what the room costs beyond the sessions);
+#   - throughput: SENDERS occupants each keep WINDOW groupchat messages that have not come
+#     back to them from the room, for PHASE_SECONDS -> deliveries per second (a message to
+#     N occupants is N deliveries), send-to-arrival latency, server CPU per delivery;
+#   - rate: RATE messages/s in all, evenly paced, for PHASE_SECONDS -> p50/p99 latency, CPU;
+#   every message must reach every occupant (its sender included) exactly once (lost, dup),
+#   and no error may come back. Server CPU is user+system from /proc/PID/stat: parleyd's
+#   process, Prosody's Lua process, ejabberd's beam.smp. The load generator's own CPU is
+#   printed next to it.
+#
+# bench/README.md has the figures of the last runs and how to read them: on a shared machine,
+# the load average printed for each run moves every figure.
+#
+# Needs the release builds of parleyd and ParleyBench (make bench builds them), prosody, and
+# ejabberd (installed from Debian here when missing, without starting its service; needs root).
+# Knobs: ROOM_SIZES SENDERS PHASE_SECONDS WINDOW RATE BODY_BYTES THREADS SERVERS BENCH_TMP_PARENT KEEP_TMP
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROOM_SIZES=${ROOM_SIZES:-"10 100 1000"}
+SENDERS=${SENDERS:-4}
+PHASE_SECONDS=${PHASE_SECONDS:-10}
+WINDOW=${WINDOW:-2}
+RATE=${RATE:-20}
+BODY_BYTES=${BODY_BYTES:-100}
+THREADS=${THREADS:-2}
+SERVERS=${SERVERS:-"parleyd prosody ejabberd"}
+. bench/lib.sh
+. bench/ejabberd.sh
+
+USERS=0
+for size in $ROOM_SIZES; do [ "$size" -gt "$USERS" ] && USERS=$size; done
+bench_require muc.sh
+bench_raise_file_limit muc.sh $((USERS + 1000))
+if [[ " $SERVERS " == *" ejabberd "* ]] && ! ensure_ejabberd muc.sh; then
+    echo "muc.sh: ejabberd is not available: measuring without it" >&2
+    SERVERS=$(tr ' ' '\n' <<< "$SERVERS" | grep -vx ejabberd | tr '\n' ' ')
+fi
+bench_tmp parley-muc-bench "${BENCH_TMP_PARENT:-/dev/shm}"
+parleyd_port=$(free_port)
+prosody_port=$(free_port)
+# Room limits above the largest room, so every server admits every occupant.
+write_parleyd_config "$parleyd_port" "muc:
+  max_occupants_per_room: $((USERS + 10))"
+write_prosody_config "$prosody_port" '{ "s2s", "offline" }'
+echo 'Component "conference.localhost" "muc"' >> "$tmp/prosody/prosody.cfg.lua"
+seed_users "$USERS"
+# mod_muc's defaults cap a room at 200 occupants and stop presence broadcast above 1,000.
+ejabberd_muc_modules="  mod_muc:
+    access_create: all
+    max_users: $((USERS + 10))
+    max_users_presence: $((USERS + 10))
+    default_room_options:
+      max_users: $((USERS + 10))"
+ejabberd_registered=""
+
+failed=""
+declare -A result
+record() { # name.size RESULT-lines
+    local line phase key
+    while read -r line; do
+        phase=$(field "$line" phase)
+        for key in seconds joined complete errors rss_login_kib rss_joined_kib kib_per_occupant rate message_rate \
+            p50_ms p99_ms max_ms cpu_us client_cpu_us lost dup stray cpu_s client_cpu_s; do
+            result[$1.$phase.$key]=$(field "$line" "$key")
+        done
+    done <<< "$(grep '^RESULT' <<< "$2")"
+}
+
+for name in $SERVERS; do
+    for size in $ROOM_SIZES; do
+        echo "== $name: a room of $size occupants: $PHASE_SECONDS s with $SENDERS senders × $WINDOW messages in" \
+            "flight, $PHASE_SECONDS s at $RATE messages/s (load average $(cut -d ' ' -f 1-3 /proc/loadavg))"
+        if [ "$name" = ejabberd ]; then
+            if [ -z "$ejabberd_registered" ]; then
+                ejabberd_port=$(free_port)
+                write_ejabberd_config "$ejabberd_port" "$(free_port)" "" "" "$ejabberd_muc_modules"
+            fi
+            start_ejabberd "$ejabberd_port" || { failed+=" ejabberd-start"; break; }
+            if [ -z "$ejabberd_registered" ]; then
+                register_ejabberd_users "$port" "$USERS" || { failed+=" ejabberd-start"; stop_server; break; }
+                ejabberd_registered=1
+            fi
+        else
+            start_server "$name"
+        fi
+        "$BENCH" login --port "$port" --users $((size < 20 ? size : 20)) --concurrency 10 --password "$PASSWORD" \
+            --label "$name-warmup" > /dev/null || echo "muc.sh: $name: warm-up logins failed" >&2
+        sleep 1
+        status=0
+        out=$("$BENCH" muc --port "$port" --occupants "$size" --senders "$SENDERS" --seconds "$PHASE_SECONDS" \
+            --window "$WINDOW" --rate "$RATE" --body-bytes "$BODY_BYTES" --threads "$THREADS" --password "$PASSWORD" \
+            --server-pid "$server_pid" --label "$name-$size") || status=$?
+        grep -v '^RESULT' <<< "$out" || true
+        record "$name.$size" "$out"
+        if [ "$status" != 0 ]; then
+            failed+=" $name.$size"
+            echo "muc.sh: $name, $size occupants: messages lost, duplicated or refused, or the room incomplete (exit $status)" >&2
+        fi
+        stop_server
+    done
+done
+
+get() { echo "${result[$1]:--}"; }
+ok() { [[ " $failed " != *" $1 "* && " $failed " != *" ${1%%.*}-start "* ]]; }
+echo
+echo "MUC benchmark: one room per size; $SENDERS senders, $PHASE_SECONDS s per phase; full speed with $WINDOW" \
+    "messages in flight per sender; fixed rate $RATE messages/s; CPU = server user+system µs per delivery" \
+    "(a message to N occupants is N deliveries); KiB/occ = server RSS in the room minus logged in, per occupant"
+printf '%-8s %5s | %8s %8s | %9s %8s %8s | %8s %8s %8s | %5s %4s | %s\n' server occ 'join_s' 'KiB/occ' 'deliv/s' \
+    p99_ms 'cpu_µs' '@rate p50' p99_ms 'cpu_µs' lost dup status
+for name in $SERVERS; do
+    for size in $ROOM_SIZES; do
+        k=$name.$size
+        lost=$(( ${result[$k.throughput.lost]:-0} + ${result[$k.rate.lost]:-0} ))
+        dup=$(( ${result[$k.throughput.dup]:-0} + ${result[$k.rate.dup]:-0} ))
+        status=ok
+        ok "$k" || status=FAILED
+        printf '%-8s %5s | %8s %8s | %9s %8s %8s | %8s %8s %8s | %5s %4s | %s\n' "$name" "$size" \
+            "$(get "$k.join.seconds")" "$(get "$k.join.kib_per_occupant")" "$(get "$k.throughput.rate")" \
+            "$(get "$k.throughput.p99_ms")" "$(get "$k.throughput.cpu_us")" "$(get "$k.rate.p50_ms")" \
+            "$(get "$k.rate.p99_ms")" "$(get "$k.rate.cpu_us")" "$lost" "$dup" "$status"
+    done
+done
+verdict() { if awk "BEGIN { exit !($1) }"; then echo met; else echo "NOT met"; fi; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
+# The targets, for the sizes this run measured; a figure counts only if nothing was lost.
+for size in $ROOM_SIZES; do
+    p=parleyd.$size
+    e=ejabberd.$size
+    [[ " $SERVERS " == *" parleyd "* ]] && ok "$p" || continue
+    if [[ " $SERVERS " == *" ejabberd "* ]] && ok "$e" && [ -n "${result[$e.throughput.cpu_us]:-}" ]; then
+        c=$(ratio "${result[$p.throughput.cpu_us]}" "${result[$e.throughput.cpu_us]}")
+        echo "$size occupants: parleyd/ejabberd server CPU per delivery, full speed: $c (target <= 0.5: $(verdict "$c <= 0.5"))"
+        c=$(ratio "${result[$p.rate.cpu_us]}" "${result[$e.rate.cpu_us]}")
+        echo "$size occupants: parleyd/ejabberd server CPU per delivery, $RATE messages/s: $c (target <= 0.5: $(verdict "$c <= 0.5"))"
+    fi
+    if [ "$size" = 100 ]; then
+        v=${result[$p.rate.p99_ms]}
+        echo "100 occupants: parleyd p99 at $RATE messages/s: $v ms (target <= 5 ms: $(verdict "$v <= 5"))"
+        v=${result[$p.join.kib_per_occupant]}
+        echo "100 occupants: parleyd memory per occupant: $v KiB (target <= 4 KiB: $(verdict "$v <= 4"))"
+    fi
+    if [ "$size" = 1000 ]; then
+        v=${result[$p.join.seconds]}
+        echo "1000 occupants: parleyd join of the whole room: $v s (target < 5 s: $(verdict "$v < 5"))"
+    fi
+done
+if [ -n "$failed" ]; then
+    echo "muc.sh: failed:$failed" >&2
+    exit 1
+fi
