@@ -23,7 +23,11 @@ adduser: build
 
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	# Two test processes, not one: Foundation's Process.run() on Linux (Swift 6.3.1) over-reads
+	# /proc/self/fd entries and can crash once a process has ~1,300 descriptors open, which the
+	# client suites (Prosody, parleyd, parley children) and the server suites reach together.
+	$(SWIFT) test --skip-build --skip ParleyClientTests
+	$(SWIFT) test --skip-build --filter ParleyClientTests
 	$(SWIFT) build --product parleyd
 	python3 -m pytest -q Tests/Interop
 
