@@ -57,8 +57,11 @@ public struct SelfSignedCertificate: Sendable {
         try addExtensions(
             to: certificate,
             [
-                (NID_basic_constraints, "critical,CA:FALSE"),
-                (NID_key_usage, "critical,digitalSignature,keyEncipherment"),
+                // Its own trust anchor, as `openssl req -x509` makes one: a client that is
+                // told to trust this file (an HTTP stack on BoringSSL, for upload URLs) takes a
+                // self-signed certificate as a root only with CA:TRUE and keyCertSign.
+                (NID_basic_constraints, "critical,CA:TRUE,pathlen:0"),
+                (NID_key_usage, "critical,digitalSignature,keyEncipherment,keyCertSign"),
                 (NID_ext_key_usage, "serverAuth"),
                 (NID_subject_key_identifier, "hash"),
                 (NID_subject_alt_name, altNames),

@@ -76,8 +76,9 @@ import Testing
         #expect(X509_check_host(certificate, "example.test", 0, 0, nil) == 1)
         #expect(X509_check_host(certificate, "upload.example.test", 0, 0, nil) == 1)
         #expect(X509_check_host(certificate, "example.org", 0, 0, nil) == 0)
-        // A server certificate, not a CA.
-        #expect(X509_check_ca(certificate) == 0)
+        // A server certificate that is also its own trust anchor (CA:TRUE, keyCertSign, no
+        // intermediates below it), so a client may be told to trust this very file.
+        #expect(X509_check_ca(certificate) == 1)
         #expect(X509_check_purpose(certificate, X509_PURPOSE_SSL_SERVER, 0) == 1)
         #expect(X509_get_version(certificate) == 2)
         // EC P-256, about ten years.

@@ -6,6 +6,7 @@ import ParleyHTTP
 import ParleyMUC
 import ParleyServer
 import ParleyTestSupport
+import ParleyTLS
 import ServiceLifecycle
 import Synchronization
 
@@ -106,23 +107,12 @@ final class UploadTestServer: Sendable {
     }
 }
 
-/// A self-signed certificate for localhost that may serve as its own trust root (CA:TRUE, as
-/// `openssl req -x509` makes it): BoringSSL, under AsyncHTTPClient, takes a self-signed
-/// certificate as a root only then, and parleyd's generated default is a plain leaf.
+/// parleyd's own first-start certificate for localhost, written under `directory`: the client
+/// trusts exactly this file for the upload service's HTTPS, as a user of `make run` would.
 func rootCapableCertificate(in directory: String) async throws -> (certificate: String, key: String) {
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     let (certificate, key) = (directory + "/localhost.crt", directory + "/localhost.key")
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-    process.arguments = [
-        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=localhost",
-        "-addext", "subjectAltName=DNS:localhost", "-days", "2", "-keyout", key, "-out", certificate,
-    ]
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try ProcessLaunch.run(process)
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { throw TimedOut(description: "openssl req exited \(process.terminationStatus)") }
+    try SelfSignedCertificate.createIfMissing(certificatePath: certificate, privateKeyPath: key, domain: "localhost")
     return (certificate, key)
 }
 
