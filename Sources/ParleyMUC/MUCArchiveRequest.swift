@@ -1,5 +1,6 @@
 import Foundation
 import ParleyCore
+import ParleyServer
 import ParleyStorage
 
 /// An archive query to a room (XEP-0313 §4 with XEP-0059 paging), checked against the room
@@ -33,7 +34,7 @@ struct MUCArchiveRequest: Sendable {
                 case "with":
                     try filter(with: value, room: room, serverDomain: serverDomain, mayReadRealJIDs: mayReadRealJIDs)
                 case "start", "end":
-                    guard let date = Self.parseDate(value) else {
+                    guard let date = ArchivePaging.date(value) else {
                         throw StanzaError(.badRequest, text: "'\(name)' is not an XEP-0082 date and time.")
                     }
                     if name == "start" { query.start = date } else { query.end = date }
@@ -42,20 +43,10 @@ struct MUCArchiveRequest: Sendable {
                 }
             }
         }
-        if let set = payload.firstChild("set", namespace: XMLNamespace.resultSetManagement) {
-            if let max = set.firstChild("max", namespace: XMLNamespace.resultSetManagement) {
-                guard let value = Int(max.text), value >= 0 else { throw StanzaError(.badRequest, text: "<max/> is a count.") }
-                query.max = value
-            }
-            if let after = set.firstChild("after", namespace: XMLNamespace.resultSetManagement) {
-                guard !after.text.isEmpty else { throw StanzaError(.badRequest, text: "<after/> names an id.") }
-                query.after = after.text
-            }
-            if let before = set.firstChild("before", namespace: XMLNamespace.resultSetManagement) { query.before = before.text }
-            if set.firstChild("index", namespace: XMLNamespace.resultSetManagement) != nil {
-                throw StanzaError(.featureNotImplemented, text: "Paging by index is not supported; use after and before.")
-            }
-        }
+        let paging = try ArchivePaging(payload.firstChild("set", namespace: XMLNamespace.resultSetManagement))
+        if let max = paging.max { query.max = max }
+        if let after = paging.after { query.after = after }
+        if let before = paging.before { query.before = before }
         query.max = min(query.max, Self.maxPageSize)
     }
 
@@ -75,15 +66,6 @@ struct MUCArchiveRequest: Sendable {
         } else {
             query.senderJID = jid.bare.description
         }
-    }
-
-    static func parseDate(_ text: String) -> Date? {
-        let formatter = ISO8601DateFormatter()
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.date(from: text)
     }
 
     /// What a `get` of the query form answers (XEP-0313 §4.1.5): the fields a room supports.

@@ -96,7 +96,7 @@ extension ArchiveModule {
                     query.with = jid.description
                     query.withIsFull = jid.isFull
                 case "start", "end":
-                    guard let date = parseDate(value) else {
+                    guard let date = ArchivePaging.date(value) else {
                         throw StanzaError(.badRequest, text: "'\(name)' is not an XEP-0082 date and time.")
                     }
                     if name == "start" { query.start = date } else { query.end = date }
@@ -109,30 +109,11 @@ extension ArchiveModule {
                 }
             }
         }
-        if let set = payload.firstChild("set", namespace: XMLNamespace.resultSetManagement) {
-            if let max = set.firstChild("max", namespace: XMLNamespace.resultSetManagement) {
-                guard let value = Int(max.text), value >= 0 else { throw StanzaError(.badRequest, text: "<max/> is a count.") }
-                query.max = value
-            }
-            if let after = set.firstChild("after", namespace: XMLNamespace.resultSetManagement) {
-                guard !after.text.isEmpty else { throw StanzaError(.badRequest, text: "<after/> names an id.") }
-                query.after = after.text
-            }
-            if let before = set.firstChild("before", namespace: XMLNamespace.resultSetManagement) { query.before = before.text }
-            if set.firstChild("index", namespace: XMLNamespace.resultSetManagement) != nil {
-                throw StanzaError(.featureNotImplemented, text: "Paging by index is not supported; use after and before.")
-            }
-        }
+        let paging = try ArchivePaging(payload.firstChild("set", namespace: XMLNamespace.resultSetManagement))
+        if let max = paging.max { query.max = max }
+        if let after = paging.after { query.after = after }
+        if let before = paging.before { query.before = before }
         query.max = min(query.max, maxPageSize)
         return query
-    }
-
-    static func parseDate(_ text: String) -> Date? {
-        let formatter = ISO8601DateFormatter()
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.date(from: text)
     }
 }
