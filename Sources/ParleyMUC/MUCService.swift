@@ -235,7 +235,7 @@ public final class MUCService: HostedService {
             case (_, "groupchat"):
                 throw StanzaError(.badRequest, text: "Groupchat messages go to the room's bare JID, not to an occupant.")
             case (let nick?, _):
-                try state.rooms[key]?.privateMessage(stanza, from: sender, to: nick, out: &out)
+                try privateMessage(stanza, from: sender, room: key, to: nick, state: state, out: &out)
             }
         } catch {
             refuse(stanza, error, out: &out)
