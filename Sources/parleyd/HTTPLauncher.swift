@@ -21,7 +21,7 @@ struct HTTPLauncher: Service {
         let configuration = running.configuration
         let http = try ParleyHTTPServer(
             configuration: configuration, storage: running.storage, certificatePath: running.certificatePath,
-            keyPath: configuration.tlsKeyPath, logger: logger)
+            keyPath: configuration.tlsKeyPath, xmpp: running, logger: logger)
         if let slots = http.uploadSlots { uploadService?.attach(slots) }
         let scheme = configuration.http.tls ? "https" : "http"
         Task {
