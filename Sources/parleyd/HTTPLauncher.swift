@@ -28,6 +28,7 @@ struct HTTPLauncher: Service {
             for address in await http.addresses() {
                 let host = address.ipAddress ?? "?"
                 print("  \(scheme): \(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(address.port ?? 0)/ (uploads: \(http.uploadSlots?.baseURL ?? "disabled"))")
+                if let webSocket = http.hostMeta?.url { print("  websocket: \(webSocket) (announced at /.well-known/host-meta)") }
                 fflush(nil)
             }
         }
