@@ -1,6 +1,7 @@
 """XMPP over WebSocket (RFC 7395) on parleyd's HTTPS service, with a WebSocket client that is
-not parleyd's own (aiohttp, which slixmpp already brings): the endpoint found through XEP-0156
-host-meta, PLAIN over HTTPS, bind, and messages both ways with a slixmpp client on the c2s port."""
+not parleyd's own (aiohttp, which the upload tests already install): the endpoint found
+through XEP-0156 host-meta, PLAIN over HTTPS, bind, and messages both ways with a slixmpp
+client on the c2s port."""
 
 from __future__ import annotations
 
