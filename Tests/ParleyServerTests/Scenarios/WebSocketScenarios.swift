@@ -303,3 +303,21 @@ extension WebSocketScenarios {
         }
     }
 }
+
+extension WebSocketScenarios {
+    /// A silent client gets WebSocket pings (browsers answer them by themselves), and its pongs
+    /// are life enough for the idle timeout.
+    @Test func silenceGetsAWebSocketPingAndPongsKeepTheSessionAlive() async throws {
+        try await Self.with({
+            $0.keepalive.pingAfter = .seconds(1)
+            $0.keepalive.idleTimeout = .seconds(2)
+        }) { _, port in
+            let web = try await WebSocketTestClient.open(port: port)
+            try await web.login("alice")
+            try await Task.sleep(for: .milliseconds(3500))
+            #expect(web.frames.pings >= 2)
+            let pong = try await web.xmpp.query("<iq type='get' id='p' to='localhost'><ping xmlns='urn:xmpp:ping'/></iq>", id: "p")
+            #expect(pong.type == "result")
+        }
+    }
+}

@@ -141,10 +141,12 @@ final class WebSocketTestClient: Sendable {
 
 /// Every text message, pong and close code the client received, as sent.
 final class WebSocketFrameLog: Sendable {
-    private let state = Mutex<(texts: [String], pongs: [String], closeCodes: [WebSocketErrorCode])>(([], [], []))
+    private let state = Mutex<(texts: [String], pongs: [String], pings: Int, closeCodes: [WebSocketErrorCode])>(([], [], 0, []))
 
     func record(text: String) { state.withLock { $0.texts.append(text) } }
     func record(pong: String) { state.withLock { $0.pongs.append(pong) } }
+    func recordPing() { state.withLock { $0.pings += 1 } }
+    var pings: Int { state.withLock { $0.pings } }
     func record(closeCode: WebSocketErrorCode) { state.withLock { $0.closeCodes.append(closeCode) } }
     var texts: [String] { state.withLock { $0.texts } }
     var pongs: [String] { state.withLock { $0.pongs } }
@@ -231,6 +233,7 @@ final class WebSocketClientFraming: ChannelDuplexHandler {
             queue.appendRaw(frame.unmaskedData)
             queue.append(Self.event(for: text))
         case .ping:
+            log.recordPing()
             let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)
             context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
         case .pong:
