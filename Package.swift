@@ -79,14 +79,17 @@ let package = Package(
         .target(
             name: "ParleyHTTP",
             dependencies: [
-                "ParleyServer", "ParleyStorage", "ParleyCore",
+                "ParleyServer", "ParleyStorage", "ParleyCore", "ParleyStream",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
@@ -184,6 +187,8 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 // Scenarios hold the server's database write lock to play a slow disk.
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // The XMPP-over-WebSocket scenarios' client.
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ]),
         .testTarget(
             name: "ParleyHTTPTests",

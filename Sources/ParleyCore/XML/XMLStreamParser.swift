@@ -103,6 +103,15 @@ public final class XMLStreamParser {
         }
     }
 
+    /// Whether everything fed so far completed an element or is whitespace between elements:
+    /// a transport that frames one element per message (RFC 7395) checks this after each one.
+    public var isBetweenStanzas: Bool {
+        let state = self.state
+        guard state.pointee.failure == nil, state.pointee.header != nil, state.pointee.depth == 1 else { return false }
+        guard let context = state.pointee.context else { return true }
+        return XMLStreamParserContext.onlyWhitespaceBuffered(context)
+    }
+
     /// Frees libxml2's parser context (its input buffer and name dictionary, most of a
     /// connection's memory) while the stream rests between stanzas; the next `feed` builds
     /// a fresh one and replays the root's namespace declarations, as for dictionary renewal.

@@ -224,6 +224,12 @@ public final class RunningServer: Sendable {
             stopped: group.next().makePromise(of: Void.self), logger: logger)
     }
 
+    /// Counts a client connection another listener accepted (the HTTP service's WebSocket
+    /// endpoint) among the server's, so shutdown tells it `<system-shutdown/>` too.
+    public func trackConnection(_ channel: any Channel) {
+        tracker.track(channel)
+    }
+
     /// Stops accepting, tells every connection `<system-shutdown/>`, waits up to the grace
     /// period for them to close, then closes what is left.
     public func shutdown() async {
