@@ -17,7 +17,7 @@ public final class ParleyHTTPServer: Service, Sendable {
     private let maintenanceInterval: Duration
 
     public init(
-        configuration: ServerConfiguration, storage: SQLiteStorage, certificatePath: String, keyPath: String,
+        configuration: ServerConfiguration, storage: any ServerStorage, certificatePath: String, keyPath: String,
         extraFeatures: [any HTTPFeature] = [], maintenanceInterval: Duration = .seconds(10), logger: Logger
     ) throws {
         let http = configuration.http
