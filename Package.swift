@@ -33,6 +33,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         // Already required by Hummingbird; named here for the HTTP request parts its channel carries.
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.34.1"),
+        // The PostgreSQL storage backend (ParleyPostgres), chosen by storage.backend.
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         .systemLibrary(
@@ -59,6 +61,19 @@ let package = Package(
             dependencies: [
                 "ParleyCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
+        // The PostgreSQL backend of the store protocols; ParleyStorage never imports it.
+        .target(
+            name: "ParleyPostgres",
+            dependencies: [
+                "ParleyStorage", "ParleyCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // `parleyd storage copy` reads an existing SQLite data directory.
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .target(
             name: "ParleyServer",
@@ -109,7 +124,7 @@ let package = Package(
         .executableTarget(
             name: "parleyd",
             dependencies: [
-                "ParleyServer", "ParleyMUC", "ParleyCore", "ParleyStorage", "ParleyHTTP",
+                "ParleyServer", "ParleyMUC", "ParleyCore", "ParleyStorage", "ParleyHTTP", "ParleyPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -173,13 +188,21 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]),
-        .testTarget(name: "ParleyStorageTests", dependencies: ["ParleyStorage", "ParleyCore"]),
+        // One conformance suite for both backends: SQLite and a throwaway PostgreSQL (PostgresCluster).
+        .testTarget(
+            name: "ParleyStorageTests",
+            dependencies: [
+                "ParleyStorage", "ParleyCore", "ParleyPostgres", "ParleyTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(
             name: "ParleyServerTests",
             dependencies: [
                 "ParleyServer", "ParleyStream", "ParleyCore", "ParleyTLS", "ParleyStorage", "ParleyTestSupport",
                 // The MUC and upload scenarios need the server's scenario harness, so they live here.
                 "ParleyMUC", "ParleyHTTP",
+                // Scenarios on the PostgreSQL backend.
+                "ParleyPostgres",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -19,7 +19,7 @@ public final class ParleyHTTPServer: Service, Sendable {
     private let maintenanceInterval: Duration
 
     public init(
-        configuration: ServerConfiguration, storage: SQLiteStorage, certificatePath: String, keyPath: String,
+        configuration: ServerConfiguration, storage: any ServerStorage, certificatePath: String, keyPath: String,
         extraFeatures: [any HTTPFeature] = [], maintenanceInterval: Duration = .seconds(10), xmpp: RunningServer? = nil,
         logger: Logger
     ) throws {

@@ -78,6 +78,7 @@ enum ConfigurationSchema {
         "metrics.port": .scalar,
         "storage.backend": .scalar,
         "storage.sqlite.path": .scalar,
+        "storage.url": .scalar,
         "pep.enabled": .scalar,
         "pep.max_items_per_node": .scalar,
         "pep.max_payload_bytes": .scalar,
