@@ -37,7 +37,8 @@ ensure_ejabberd() { # script-name
 # account: minutes for a few hundred). The shaper is off, as the other servers have none.
 # $3: more listeners (YAML list items, indented by two); $4: more YAML at the end (module
 # entries indented by two, then top-level keys if any); $5 replaces the modules after the
-# common ones (default: PEP's, for bench/pep.sh), as YAML lines indented by two spaces.
+# common ones (default when absent: PEP's, for bench/pep.sh; "" for none), as YAML lines
+# indented by two spaces.
 ejabberd_pep_modules='  mod_caps: {}
   mod_pubsub:
     access_createnode: pubsub_createnode
@@ -88,7 +89,7 @@ modules:
     access: register
     ip_access: trusted_network
     password_strength: 0
-${5:-$ejabberd_pep_modules}
+${5-$ejabberd_pep_modules}
 ${4:-}
 EOF
     cat > "$dir/ejabberdctl.cfg" <<EOF
