@@ -129,7 +129,8 @@ public final class XMLStreamParser {
     /// Whether everything fed so far completed an element or is whitespace between elements:
     /// a transport that frames one element per message (RFC 7395) checks this after each one.
     public var isBetweenStanzas: Bool {
-        let state = self.state
+        // A parked stream rests between stanzas by construction (`releaseIdleMemory()`).
+        guard let state = self.state else { return parked != nil }
         guard state.pointee.failure == nil, state.pointee.header != nil, state.pointee.depth == 1 else { return false }
         guard let context = state.pointee.context else { return true }
         return XMLStreamParserContext.onlyWhitespaceBuffered(context)
