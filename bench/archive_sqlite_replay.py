@@ -6,9 +6,11 @@
 # mode, synchronous=FULL, a file under /var/tmp (a real disk). Prints SQLite's CPU, the bytes
 # written and the read/write system calls per message (bench/README.md, issue 17).
 #
-# Usage: [B=<messages per commit>] bench/archive_sqlite_replay.py shipped|lean <messages>
+# Usage: [B=<messages per commit>] bench/archive_sqlite_replay.py shipped|lean|v17 <messages>
 #   shipped: the indexes of migrations v3-v5 and SQLite's default cache;
-#   lean:    after v16_archive_batch, with the writer's 32 MiB cache.
+#   lean:    after v16_archive_batch, with the writer's 32 MiB cache, random (v4) stanza-ids;
+#   v17:     after v17_archive_rows: no time index (archived_at follows the row order),
+#            time-ordered stanza-ids, the look-ups as prepared statements (one parse each).
 import sqlite3, time, uuid, os, sys
 mode = sys.argv[1]; N = int(sys.argv[2])
 path = "/var/tmp/archive-replay-%d.sqlite" % os.getpid()
@@ -17,7 +19,7 @@ for p in (path, path+"-wal", path+"-shm"):
     except FileNotFoundError: pass
 db = sqlite3.connect(path, isolation_level=None)
 db.execute("PRAGMA journal_mode=WAL"); db.execute("PRAGMA synchronous=FULL"); db.execute("PRAGMA foreign_keys=ON")
-if mode in ("lean", "lean32"): db.execute("PRAGMA cache_size=-32768")
+if mode in ("lean", "lean32", "v17"): db.execute("PRAGMA cache_size=-32768")
 db.executescript("""
 CREATE TABLE accounts (id INTEGER PRIMARY KEY AUTOINCREMENT, username TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL);
 CREATE TABLE archive_messages (
@@ -28,12 +30,13 @@ CREATE TABLE archive_messages (
     message_id TEXT, message_type TEXT);
 CREATE INDEX archive_messages_account ON archive_messages(account_id, id);
 CREATE INDEX archive_messages_with ON archive_messages(account_id, with_bare, id);
-CREATE INDEX archive_messages_time ON archive_messages(account_id, archived_at);
 CREATE INDEX archive_messages_stanza_id ON archive_messages(account_id, stanza_id);
 CREATE INDEX archive_messages_sent ON archive_messages(account_id, from_bare, id) WHERE origin_id IS NOT NULL;
 CREATE TABLE archive_preferences (account_id INTEGER PRIMARY KEY, default_mode TEXT NOT NULL);
 CREATE TABLE archive_preference_jids (account_id INTEGER NOT NULL, jid TEXT NOT NULL, archive INTEGER NOT NULL, PRIMARY KEY (account_id, jid)) WITHOUT ROWID;
 """)
+if mode != "v17":
+    db.execute("CREATE INDEX archive_messages_time ON archive_messages(account_id, archived_at)")
 if mode == "shipped":
     db.executescript("""CREATE INDEX archive_messages_origin_id ON archive_messages(account_id, origin_id);
 CREATE INDEX archive_messages_age ON archive_messages(archived_at);""")
@@ -41,7 +44,12 @@ else:
     db.executescript("CREATE INDEX archive_messages_origin_id ON archive_messages(account_id, origin_id) WHERE origin_id IS NOT NULL;")
 for i in range(1, 201): db.execute("INSERT INTO accounts (username, created_at) VALUES (?, 'x')", (f"user{i}",))
 stanza = "<message xmlns='jabber:client' to='user2@localhost/bench' type='chat' id='m123' from='user1@localhost/bench'><body>123 123456789012 " + "x"*70 + "</body><stanza-id xmlns='urn:xmpp:sid:0' id='%s' by='user1@localhost'/></message>"
-ids = [str(uuid.uuid4()) for _ in range(N)]
+def v7(i):
+    # 48 bits of milliseconds, then random bits: ids made in order sort in order.
+    r = uuid.uuid4().int
+    value = ((1700000000000 + i) << 80) | (0x7 << 76) | (r & ((1 << 76) - 1))
+    return str(uuid.UUID(int=value))
+ids = [v7(i) if mode == "v17" else str(uuid.uuid4()) for i in range(N)]
 B = int(os.environ.get("B", "512")); n = 0; batches = 0; statements = 0
 cpu = 0.0; wall = 0.0
 while n < N:

@@ -169,6 +169,18 @@ if [ -n "${result[parleyd.store.rate]:-}" ]; then
     echo "parleyd offline stored (durably): ${result[parleyd.store.rate]} msg/s (target >= 10000: $(verdict "${result[parleyd.store.rate]} >= 10000"))"
     echo "parleyd offline drained: ${result[parleyd.drain.rate]} msg/s (target >= 50000: $(verdict "${result[parleyd.drain.rate]} >= 50000"))"
 fi
+if [ "$MODE" = defaults ] && [ -n "${result[parleyd.throughput.rate]:-}" ]; then
+    # Issue 17's targets for the shipped configuration. The CPU per message is the figure
+    # that holds on a loaded machine; the rates are only comparable within one run.
+    us=$(awk -v c="${result[parleyd.throughput.cpu_s_per_10k]}" 'BEGIN { printf "%.1f", c * 100 }')
+    echo "defaults, parleyd delivered msg/s at full speed: ${result[parleyd.throughput.rate]} (target >= 25000:" \
+        "$(verdict "${result[parleyd.throughput.rate]} >= 25000"))"
+    echo "defaults, parleyd server CPU per message at full speed: $us us (target <= 35: $(verdict "$us <= 35"))"
+    [ -n "${result[parleyd.rate.p99_ms]:-}" ] && echo "defaults, parleyd p99 at $RATE msg/s:" \
+        "${result[parleyd.rate.p99_ms]} ms (target <= 2 ms: $(verdict "${result[parleyd.rate.p99_ms]} <= 2"))"
+    [ -n "${result[parleyd.store.rate]:-}" ] && echo "defaults, parleyd offline stored: ${result[parleyd.store.rate]}" \
+        "msg/s (target >= 20000: $(verdict "${result[parleyd.store.rate]} >= 20000"))"
+fi
 if [ -n "$failed" ]; then
     echo "messages.sh: failed:$failed" >&2
     exit 1

@@ -227,7 +227,8 @@ final class OfflineWriter: Sendable {
     }
 
     /// Takes everything queued at once (shifting a long array per batch is quadratic) and
-    /// submits it in ordered batches of up to 512.
+    /// submits it in ordered batches of up to 4,096 (one transaction each, with the archive
+    /// rows waiting at the time: bench/README.md).
     private func drain() async {
         var taken: [(OfflineStoreRequest, Completion)] = []
         var next = 0
@@ -242,7 +243,7 @@ final class OfflineWriter: Sendable {
                 next = 0
                 if taken.isEmpty { return }
             }
-            let batch = Array(taken[next..<min(next + 512, taken.count)])
+            let batch = Array(taken[next..<min(next + 4096, taken.count)])
             next += batch.count
             let results = await store.storeOffline(batch.map(\.0))
             for (result, (_, completion)) in zip(results, batch) { completion(result) }

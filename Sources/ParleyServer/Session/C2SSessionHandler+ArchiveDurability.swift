@@ -5,8 +5,9 @@ import ParleyCore
 /// soon as they are routed; their archive rows are committed by the archive writer in group
 /// commits shortly after. The session keeps the sequence numbers of its own rows not yet
 /// known to be committed, and:
-/// - before anything that could acknowledge them to the client (an iq, presence, an XEP-0198
-///   element: any answer comes after it), waits until all of them are committed;
+/// - before anything that could acknowledge them to the client (an iq, presence: any answer
+///   comes after it), waits until all of them are committed; an XEP-0198 `<r/>` holds only
+///   its own `<a/>` until then, as clients ask after every message or few;
 /// - reads on while fewer than `ArchiveWriter.sessionWindow` of its messages wait, and the
 ///   writer is not far behind; otherwise it waits for its own *oldest* one only. The queue is
 ///   one FIFO for everybody, so every sending session waits about as long as the others: the
@@ -26,6 +27,52 @@ extension C2SSessionHandler {
     /// they acknowledge nothing and need not wait.
     func isAnsweredByNothing(_ element: XMLElement) -> Bool {
         (isStreamManagement(element) && element.name == "a") || isClientState(element)
+    }
+
+    /// An XEP-0198 `<r/>` holds nothing but its own answer (`deferAcknowledgement`).
+    func isAcknowledgementRequest(_ element: XMLElement) -> Bool {
+        isStreamManagement(element) && element.name == "r" && boundSession?.isManaged == true
+    }
+
+    /// Answers `<r/>` with `h` (the count when it was asked) once `rows`, the archive rows of
+    /// every message that count covers, are committed. The stream goes on meanwhile, so its
+    /// next messages join the same group commit; answers leave in the order asked for.
+    func deferAcknowledgement(h: UInt32, rows: ClosedRange<UInt64>, archive: ArchiveWriter) {
+        guard let context else { return }
+        deferredAcknowledgements.append((h, rows))
+        let loop = context.eventLoop
+        let loopBound = NIOLoopBound(self, eventLoop: loop)
+        archive.whenWritten(rows.upperBound) {
+            loop.execute {
+                let handler = loopBound.value
+                guard !handler.isClosed else { return }
+                handler.answerDeferredAcknowledgements(archive)
+            }
+        }
+    }
+
+    /// Sends the waiting answers whose rows are committed, oldest first, stopping at the
+    /// first still pending; rows given up on end the stream instead (nothing may claim them).
+    func answerDeferredAcknowledgements(_ archive: ArchiveWriter) {
+        var answered = false
+        while let first = deferredAcknowledgements.first {
+            if let rows = first.rows {
+                switch archive.outcome(of: rows) {
+                case .pending:
+                    if answered { scheduleFlush() }
+                    return
+                case .failed:
+                    deferredAcknowledgements = []
+                    return failUnstoredMessages()
+                case .committed:
+                    break
+                }
+            }
+            deferredAcknowledgements.removeFirst()
+            write(.element(StreamManagementXML.answer(first.h)))
+            answered = true
+        }
+        if answered { scheduleFlush() }
     }
 
     /// The newest of this session's rows not committed yet, if any: a stanza that may

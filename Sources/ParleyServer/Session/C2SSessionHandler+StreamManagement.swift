@@ -48,22 +48,30 @@ extension C2SSessionHandler {
 
     /// `<a h='…'/>` once every message `h` counts is stored. Offline copies already are (the
     /// stream held this request until they were); archive rows may still be queued, and then
-    /// the stream is held until they commit, so later events still come in order.
+    /// only this answer waits for their commit (`deferAcknowledgement`): the stream reads on,
+    /// so a client asking after every message does not get one commit per message.
     private func answerAcknowledgementRequest(_ session: BoundSession) {
         switch session.durableInbound() {
         case .durable(let h):
-            write(.element(StreamManagementXML.answer(h)))
-            scheduleFlush()
-        case .pending(let sequences):
-            guard let archive = server.archive else { return }
-            suspend({ await archive.waitUntilWritten(sequences.upperBound) }) { [self] _ in
-                answerAcknowledgementRequest(session)
+            guard deferredAcknowledgements.isEmpty, let archive = server.archive else {
+                write(.element(StreamManagementXML.answer(h)))
+                return scheduleFlush()
             }
+            // Behind earlier answers still waiting: `h` never goes backwards on the wire.
+            deferredAcknowledgements.append((h, nil))
+            answerDeferredAcknowledgements(archive)
+        case .pending(let rows):
+            guard let archive = server.archive else { return }
+            deferAcknowledgement(h: session.inboundCount, rows: rows, archive: archive)
         case .failed:
-            // Acknowledging would claim they are safe. Ended without resumption, the client
-            // resends everything unacknowledged; stanza ids keep that from duplicating.
-            fail(StreamError(.internalServerError, text: "Messages you sent could not be stored; send them again."))
+            failUnstoredMessages()
         }
+    }
+
+    /// Acknowledging would claim they are safe. Ended without resumption, the client
+    /// resends everything unacknowledged; stanza ids keep that from duplicating.
+    func failUnstoredMessages() {
+        fail(StreamError(.internalServerError, text: "Messages you sent could not be stored; send them again."))
     }
 
     private func failHandledCountTooHigh(h: UInt32, sendCount: UInt32) {

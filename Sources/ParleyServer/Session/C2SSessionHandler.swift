@@ -69,6 +69,9 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// Archive sequence numbers of this session's messages not yet known to be committed,
     /// oldest first (`C2SSessionHandler+ArchiveDurability`).
     var archiveUnconfirmed: [UInt64] = []
+    /// XEP-0198 answers waiting for archive commits, in the order they were asked for: the
+    /// `h` each reports, and the rows it covers (`C2SSessionHandler+ArchiveDurability`).
+    var deferredAcknowledgements: [(h: UInt32, rows: ClosedRange<UInt64>?)] = []
     /// Reading is off because many stanzas wait behind work in flight (storage commits):
     /// a bound client sending faster than storage keeps up is slowed by TCP, not cut off.
     private var heldForWork = false
@@ -251,7 +254,9 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
                 suspendedEvents.pushFront(.stanza(element))
                 return waitForDurability()
             }
-            if !isMessage, !isAnsweredByNothing(element), let newest = newestUnconfirmedArchiveRow() {
+            if !isMessage, !isAnsweredByNothing(element), !isAcknowledgementRequest(element),
+                let newest = newestUnconfirmedArchiveRow()
+            {
                 // Likewise for their archive rows.
                 suspendedEvents.pushFront(.stanza(element))
                 return holdUntilArchived(newest)

@@ -15,6 +15,12 @@ extension SQLiteStorage: ArchiveStore {
         var accounts: [String: Int64?] = [:]
         var preferences: [Int64: ArchivePreferences] = [:]
         var touched: Set<Int64> = []
+        // Times never go backwards along the archive order (v17_archive_rows): a start/end
+        // filter and the retention sweep find their bound through the order, without an
+        // index of their own. A clock set back, or entries stamped on different threads a
+        // moment apart, keep the newest time so far instead.
+        var lastArchivedAt =
+            try Int64.fetchOne(db.cachedStatement(sql: "SELECT archived_at FROM archive_messages ORDER BY id DESC LIMIT 1")) ?? 0
         let insert = try db.cachedStatement(
             sql: """
                 INSERT INTO archive_messages
@@ -48,9 +54,10 @@ extension SQLiteStorage: ArchiveStore {
             guard try Self.shouldArchive(with: entry.with, preferences: preferences[accountID]!, accountID: accountID, in: db) else {
                 continue
             }
+            lastArchivedAt = max(lastArchivedAt, Self.milliseconds(entry.archivedAt))
             try insert.execute(arguments: [
                 accountID, entry.with, fromBare, entry.from, entry.to, entry.stanzaID, entry.originID, entry.messageID,
-                entry.messageType, entry.stanza, Self.milliseconds(entry.archivedAt),
+                entry.messageType, entry.stanza, lastArchivedAt,
             ])
             touched.insert(accountID)
         }
@@ -83,13 +90,22 @@ extension SQLiteStorage: ArchiveStore {
                     arguments += [with]
                 }
             }
+            // Times follow the archive order, so each bound is one row: the newest message
+            // before `start` (looked for from the newest end, where catching-up queries
+            // start) and the oldest after `end`.
             if let start = query.start {
-                filter += " AND archived_at >= ?"
-                arguments += [Self.milliseconds(start)]
+                filter += """
+                     AND id > COALESCE((SELECT id FROM archive_messages WHERE account_id = ? AND archived_at < ?
+                                        ORDER BY id DESC LIMIT 1), -1)
+                    """
+                arguments += [accountID, Self.milliseconds(start)]
             }
             if let end = query.end {
-                filter += " AND archived_at <= ?"
-                arguments += [Self.milliseconds(end)]
+                filter += """
+                     AND id < COALESCE((SELECT id FROM archive_messages WHERE account_id = ? AND archived_at > ?
+                                        ORDER BY id LIMIT 1), 9223372036854775807)
+                    """
+                arguments += [accountID, Self.milliseconds(end)]
             }
             func position(of stanzaID: String) throws -> Int64 {
                 guard
@@ -190,10 +206,15 @@ extension SQLiteStorage: ArchiveStore {
     @discardableResult
     public func pruneArchive(before date: Date) async throws -> Int {
         try await pool.write { db in
-            // Per account, through the (account_id, archived_at) index: there is no index on
-            // archived_at alone (v16). A deleted account's rows went with it.
+            // Times follow the archive order (v17_archive_rows): everything before the oldest
+            // row at or after `date`, found by walking from the oldest end through the rows
+            // that go anyway.
             try db.execute(
-                sql: "DELETE FROM archive_messages WHERE account_id IN (SELECT id FROM accounts) AND archived_at < ?",
+                sql: """
+                    DELETE FROM archive_messages WHERE id < COALESCE(
+                        (SELECT id FROM archive_messages WHERE archived_at >= ? ORDER BY id LIMIT 1),
+                        (SELECT MAX(id) + 1 FROM archive_messages))
+                    """,
                 arguments: [Self.milliseconds(date)])
             return db.changesCount
         }
@@ -202,11 +223,13 @@ extension SQLiteStorage: ArchiveStore {
     // MARK: Helpers
 
     static func preferences(of accountID: Int64, in db: Database) throws -> ArchivePreferences {
+        // Cached statements: the writer asks this for every account of every batch.
         let mode = try String.fetchOne(
-            db, sql: "SELECT default_mode FROM archive_preferences WHERE account_id = ?", arguments: [accountID])
+            db.cachedStatement(sql: "SELECT default_mode FROM archive_preferences WHERE account_id = ?"), arguments: [accountID])
         var preferences = ArchivePreferences(defaultMode: mode.flatMap(ArchivePreferences.Default.init(rawValue:)) ?? .always)
         for row in try Row.fetchAll(
-            db, sql: "SELECT jid, archive FROM archive_preference_jids WHERE account_id = ? ORDER BY jid", arguments: [accountID])
+            db.cachedStatement(sql: "SELECT jid, archive FROM archive_preference_jids WHERE account_id = ? ORDER BY jid"),
+            arguments: [accountID])
         {
             let archive: Bool = row["archive"]
             if archive { preferences.always.append(row["jid"]) } else { preferences.never.append(row["jid"]) }

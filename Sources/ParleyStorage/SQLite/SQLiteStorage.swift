@@ -18,7 +18,9 @@ public final class SQLiteStorage: Sendable {
         /// whose version is older than the oldest one kept gets the full roster.
         public var rosterTombstoneLimit: Int
         /// The most offline-message operations (or archive batches), and the most roster
-        /// changes and logouts, committed in one SQLite transaction.
+        /// changes and logouts, committed in one SQLite transaction: a commit's cost is mostly
+        /// per page it dirties, whatever the rows, so large batches under load are cheaper per
+        /// message (bench/README.md).
         public var offlineBatchLimit: Int
         /// Fault injection for tests: called inside every archive transaction once its rows
         /// are written, just before it commits. Nil in normal operation.
@@ -26,7 +28,7 @@ public final class SQLiteStorage: Sendable {
 
         public init(
             busyTimeout: TimeInterval = 10, maximumReaderCount: Int = 5, rosterTombstoneLimit: Int = 1000,
-            offlineBatchLimit: Int = 512, beforeArchiveCommit: (@Sendable () -> Void)? = nil
+            offlineBatchLimit: Int = 4096, beforeArchiveCommit: (@Sendable () -> Void)? = nil
         ) {
             self.busyTimeout = busyTimeout
             self.maximumReaderCount = maximumReaderCount
