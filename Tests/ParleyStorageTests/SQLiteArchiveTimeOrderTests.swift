@@ -7,7 +7,7 @@ import Testing
 /// v17_archive_rows: archive times never go backwards along the archive order, so start/end
 /// filters and the retention sweep find their bounds through the order, without a time index.
 @Suite struct SQLiteArchiveTimeOrderTests {
-    private typealias Fixture = SQLiteArchiveStoreTests
+    private typealias Fixture = ArchiveStoreTests
 
     private func ids(_ page: ArchivePage) -> [String] { page.messages.map(\.stanzaID) }
 
