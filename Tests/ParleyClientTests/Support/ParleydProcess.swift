@@ -22,6 +22,8 @@ final class ParleydProcess: @unchecked Sendable {
     private var process: Process?
 
     var configPath: String { directory + "/parleyd.yaml" }
+    /// The running server's process id.
+    var pid: Int32? { process.flatMap { $0.isRunning ? $0.processIdentifier : nil } }
 
     /// Writes a configuration for 127.0.0.1 on a free port; `extra` is appended YAML.
     init(extra: String = "") throws {
