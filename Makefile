@@ -41,6 +41,7 @@ bench: deps
 	bench/messages.sh
 	MODE=defaults bench/messages.sh
 	bench/pep.sh
+	bench/roster.sh
 	bench/muc.sh
 	bench/upload.sh
 

@@ -33,6 +33,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         // Already required by Hummingbird; named here for the HTTP request parts its channel carries.
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.34.1"),
+        // The PostgreSQL storage backend (ParleyPostgres), chosen by storage.backend.
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         .systemLibrary(
@@ -60,6 +62,19 @@ let package = Package(
                 "ParleyCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
+        // The PostgreSQL backend of the store protocols; ParleyStorage never imports it.
+        .target(
+            name: "ParleyPostgres",
+            dependencies: [
+                "ParleyStorage", "ParleyCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // `parleyd storage copy` reads an existing SQLite data directory.
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .target(
             name: "ParleyServer",
             dependencies: [
@@ -79,14 +94,17 @@ let package = Package(
         .target(
             name: "ParleyHTTP",
             dependencies: [
-                "ParleyServer", "ParleyStorage", "ParleyCore",
+                "ParleyServer", "ParleyStorage", "ParleyCore", "ParleyStream",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
@@ -106,7 +124,7 @@ let package = Package(
         .executableTarget(
             name: "parleyd",
             dependencies: [
-                "ParleyServer", "ParleyMUC", "ParleyCore", "ParleyStorage", "ParleyHTTP",
+                "ParleyServer", "ParleyMUC", "ParleyCore", "ParleyStorage", "ParleyHTTP", "ParleyPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -170,13 +188,21 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]),
-        .testTarget(name: "ParleyStorageTests", dependencies: ["ParleyStorage", "ParleyCore"]),
+        // One conformance suite for both backends: SQLite and a throwaway PostgreSQL (PostgresCluster).
+        .testTarget(
+            name: "ParleyStorageTests",
+            dependencies: [
+                "ParleyStorage", "ParleyCore", "ParleyPostgres", "ParleyTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(
             name: "ParleyServerTests",
             dependencies: [
                 "ParleyServer", "ParleyStream", "ParleyCore", "ParleyTLS", "ParleyStorage", "ParleyTestSupport",
                 // The MUC and upload scenarios need the server's scenario harness, so they live here.
                 "ParleyMUC", "ParleyHTTP",
+                // Scenarios on the PostgreSQL backend.
+                "ParleyPostgres",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -184,6 +210,8 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 // Scenarios hold the server's database write lock to play a slow disk.
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // The XMPP-over-WebSocket scenarios' client.
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ]),
         .testTarget(
             name: "ParleyHTTPTests",

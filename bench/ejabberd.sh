@@ -37,7 +37,8 @@ ensure_ejabberd() { # script-name
 # account: minutes for a few hundred). The shaper is off, as the other servers have none.
 # $3: more listeners (YAML list items, indented by two); $4: more YAML at the end (module
 # entries indented by two, then top-level keys if any); $5 replaces the modules after the
-# common ones (default: PEP's, for bench/pep.sh), as YAML lines indented by two spaces.
+# common ones (default when absent: PEP's, for bench/pep.sh; "" for none), as YAML lines
+# indented by two spaces.
 ejabberd_pep_modules='  mod_caps: {}
   mod_pubsub:
     access_createnode: pubsub_createnode
@@ -88,7 +89,7 @@ modules:
     access: register
     ip_access: trusted_network
     password_strength: 0
-${5:-$ejabberd_pep_modules}
+${5-$ejabberd_pep_modules}
 ${4:-}
 EOF
     cat > "$dir/ejabberdctl.cfg" <<EOF
@@ -105,18 +106,24 @@ EOF
 # scripts that started it only wait), $port the c2s port.
 start_ejabberd() { # port
     local node="parleybench$$@localhost"
-    "$EJABBERDCTL" --config-dir "$tmp/ejabberd" --config "$tmp/ejabberd/ejabberd.yml" \
+    # As root, ejabberdctl switches to ejabberd's user with su, whose pam_limits drops the
+    # descriptor limit to 1,024; the Erlang VM sizes its table of pollable descriptors from
+    # that limit when it starts, and raising it afterwards (prlimit) does not grow the table:
+    # past about 1,000 sockets ejabberd closed or reset new connections, so a room of 1,000
+    # never filled. setpriv switches user without PAM, keeping this shell's raised limit.
+    local as_ejabberd=()
+    if [ "$(id -u)" = 0 ]; then
+        as_ejabberd=(setpriv --reuid=ejabberd --regid=ejabberd --init-groups env HOME="$(getent passwd ejabberd | cut -d: -f6)")
+    fi
+    "${as_ejabberd[@]}" "$EJABBERDCTL" --config-dir "$tmp/ejabberd" --config "$tmp/ejabberd/ejabberd.yml" \
         --ctl-config "$tmp/ejabberd/ejabberdctl.cfg" --logs "$tmp/ejabberd/logs" --spool "$tmp/ejabberd/db" \
         --node "$node" foreground > "$tmp/ejabberd/out.log" 2>&1 &
     local script_pid=$!
     port=$1
     server_pid=""
-    for _ in $(seq 300); do
+    for _ in $(seq 1200); do # 2 minutes: its start takes 30 s and more on a busy machine
         [ -n "$server_pid" ] || server_pid=$(pgrep -f "beam.smp.*$node" | head -n 1 || true)
         if [ -n "$server_pid" ] && (exec 9<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-            # su gives ejabberd's user the default limit of 1,024 descriptors: a room of 1,000
-            # occupants needs more (its Erlang VM was started allowing 32,000 ports).
-            prlimit --pid "$server_pid" --nofile="$(ulimit -Hn):$(ulimit -Hn)" 2>/dev/null || true
             return 0
         fi
         kill -0 "$script_pid" 2>/dev/null || break

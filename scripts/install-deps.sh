@@ -7,6 +7,9 @@ debian_packages=(pkg-config libxml2-dev libssl-dev libsqlite3-dev libxml2-utils 
 # The client media tests make their HTTPS certificate with the openssl command, and measure
 # the CLI's peak memory with GNU time.
 debian_packages+=(openssl time)
+# The PostgreSQL storage tests start a throwaway cluster of their own (the packaged one must
+# not start: policy-rc.d below), as the postgres user.
+debian_packages+=(postgresql)
 python_packages=("slixmpp==1.17.0" "pytest")
 
 missing=()

@@ -22,15 +22,22 @@ public final class HTTPService: Service, Sendable {
     /// it), so that there is one place to configure certificates.
     public init(
         configuration: HTTPConfiguration, certificatePath: String, keyPath: String, gracePeriod: Duration,
-        features: [any HTTPFeature], logger: Logger, onListening: @escaping @Sendable ([SocketAddress]) -> Void = { _ in }
+        features: [any HTTPFeature], webSocket: WebSocketEndpoint? = nil, logger: Logger,
+        onListening: @escaping @Sendable ([SocketAddress]) -> Void = { _ in }
     ) throws {
         let router = Router(context: HTTPContext.self)
         for feature in features { feature.mount(on: router) }
         let responder = router.buildResponder()
         // A client that stops sending (mid-upload, or after connecting) is dropped, so that an
         // idle connection cannot hold a slot or a file descriptor for ever.
-        let http1 = HTTPServerBuilder.http1(
-            configuration: .init(additionalChannelHandlers: [RequestBodyCoalescer()], idleTimeout: .seconds(60)))
+        let http1Configuration = HTTP1Channel.Configuration(additionalChannelHandlers: [RequestBodyCoalescer()], idleTimeout: .seconds(60))
+        var http1 = HTTPServerBuilder.http1(configuration: http1Configuration)
+        if let webSocket {
+            // The same HTTP/1.1 service, where the WebSocket path may also upgrade (RFC 7395).
+            http1 = HTTPServerBuilder { responder in
+                WebSocketUpgradeChannel(responder: responder, http1: http1Configuration, endpoint: webSocket)
+            }
+        }
         var server = http1
         if configuration.tls {
             let chain = try NIOSSLCertificate.fromPEMFile(certificatePath).map { NIOSSLCertificateSource.certificate($0) }

@@ -12,13 +12,16 @@ public final class ParleyHTTPServer: Service, Sendable {
     /// Nil when uploads are disabled.
     public let uploadSlots: UploadSlots?
     public let uploads: UploadMaintenance?
+    /// XEP-0156 discovery of the WebSocket endpoint; nil when WebSocket is off.
+    public let hostMeta: HostMetaFeature?
     private let feed: any AccountChangeFeed
     private let configuration: HTTPConfiguration
     private let maintenanceInterval: Duration
 
     public init(
-        configuration: ServerConfiguration, storage: SQLiteStorage, certificatePath: String, keyPath: String,
-        extraFeatures: [any HTTPFeature] = [], maintenanceInterval: Duration = .seconds(10), logger: Logger
+        configuration: ServerConfiguration, storage: any ServerStorage, certificatePath: String, keyPath: String,
+        extraFeatures: [any HTTPFeature] = [], maintenanceInterval: Duration = .seconds(10), xmpp: RunningServer? = nil,
+        logger: Logger
     ) throws {
         let http = configuration.http
         var features: [any HTTPFeature] = [HealthFeature()]
@@ -38,14 +41,27 @@ public final class ParleyHTTPServer: Service, Sendable {
             uploadSlots = nil
             uploads = nil
         }
-        let slots = uploadSlots, domain = configuration.domain
+        // XMPP over WebSocket needs the XMPP server's sessions, so only parleyd (or a test) that
+        // passes it gets the endpoint and its XEP-0156 announcement.
+        var webSocket: WebSocketEndpoint?
+        var hostMeta: HostMetaFeature?
+        if http.webSocket.enabled, let xmpp {
+            webSocket = WebSocketEndpoint(configuration: http.webSocket, server: xmpp, httpTLS: http.tls)
+            let meta = HostMetaFeature(webSocketURL: HostMetaFeature.webSocketURL(
+                httpBase: Self.baseURL(http, domain: configuration.domain, port: http.port), path: http.webSocket.path))
+            features.append(meta)
+            hostMeta = meta
+        }
+        self.hostMeta = hostMeta
+        let slots = uploadSlots, domain = configuration.domain, announced = hostMeta
         service = try HTTPService(
             configuration: http, certificatePath: certificatePath, keyPath: keyPath,
-            gracePeriod: configuration.shutdown.gracePeriod, features: features + extraFeatures, logger: logger
+            gracePeriod: configuration.shutdown.gracePeriod, features: features + extraFeatures, webSocket: webSocket, logger: logger
         ) { addresses in
             // With port 0 the upload URLs can only name the port once it is bound.
             if http.port == 0, http.publicURL == nil, let port = addresses.first?.port {
                 slots?.baseURL = Self.baseURL(http, domain: domain, port: port)
+                announced?.url = HostMetaFeature.webSocketURL(httpBase: Self.baseURL(http, domain: domain, port: port), path: http.webSocket.path)
             }
         }
         feed = storage

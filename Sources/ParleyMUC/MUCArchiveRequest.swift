@@ -24,6 +24,11 @@ struct MUCArchiveRequest: Sendable {
         if let form = payload.firstChild("x", namespace: XMLNamespace.dataForms) {
             for field in form.children("field", namespace: XMLNamespace.dataForms) {
                 let name = field[attribute: "var"] ?? ""
+                if name == "ids" {
+                    let ids = try Self.ids(field)
+                    if !ids.isEmpty { query.ids = ids }
+                    continue
+                }
                 let value = field.firstChild("value", namespace: XMLNamespace.dataForms)?.text ?? ""
                 if value.isEmpty { continue }
                 switch name {
@@ -38,6 +43,10 @@ struct MUCArchiveRequest: Sendable {
                         throw StanzaError(.badRequest, text: "'\(name)' is not an XEP-0082 date and time.")
                     }
                     if name == "start" { query.start = date } else { query.end = date }
+                case "after-id":
+                    query.afterID = value
+                case "before-id":
+                    query.beforeID = value
                 default:
                     throw StanzaError(.badRequest, text: "The field '\(name)' is not supported by room archives.")
                 }
@@ -48,6 +57,16 @@ struct MUCArchiveRequest: Sendable {
         if let after = paging.after { query.after = after }
         if let before = paging.before { query.before = before }
         query.max = min(query.max, Self.maxPageSize)
+    }
+
+    /// The `ids` field's values (XEP-0313 `#extended`); more than a page's worth is refused,
+    /// as the accounts' archives do: the client can split the query.
+    private static func ids(_ field: XMLElement) throws(StanzaError) -> [String] {
+        let ids = field.children("value", namespace: XMLNamespace.dataForms).map(\.text).filter { !$0.isEmpty }
+        guard ids.count <= maxPageSize else {
+            throw StanzaError(.policyViolation, text: "A query may name at most \(maxPageSize) ids.")
+        }
+        return ids
     }
 
     /// `with` is an occupant JID (room@service/nick: what that nickname said), the room's own
@@ -77,6 +96,9 @@ struct MUCArchiveRequest: Sendable {
         form.append(XMLElement("field", ["var": "with", "type": "jid-single"]))
         form.append(XMLElement("field", ["var": "start", "type": "text-single"]))
         form.append(XMLElement("field", ["var": "end", "type": "text-single"]))
+        form.append(XMLElement("field", ["var": "before-id", "type": "text-single"]))
+        form.append(XMLElement("field", ["var": "after-id", "type": "text-single"]))
+        form.append(XMLElement("field", ["var": "ids", "type": "text-multi"]))
         return XMLElement("query", namespace: XMLNamespace.archive, [:], [form])
     }
 }

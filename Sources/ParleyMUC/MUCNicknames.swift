@@ -17,7 +17,8 @@ public struct MUCNicknamePolicy: Sendable, Hashable {
     public var registration = Registration.open
     /// A registered user always gets the reserved nickname on entry (status 210) and
     /// cannot change to another (`not-acceptable`), as Prosody's
-    /// `enforce_registered_nickname` does; off, the reservation only keeps others out.
+    /// `enforce_registered_nickname` does (registering then kicks the user's occupant under
+    /// another nickname); off, the reservation only keeps others out.
     public var enforceRegistered = false
 
     public init() {}

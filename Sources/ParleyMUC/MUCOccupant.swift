@@ -58,7 +58,7 @@ struct MUCOccupant: Sendable {
 }
 
 /// An occupant's presence as most of the room sees it (no status codes, its current role),
-/// with its children serialized once: a newcomer gets every occupant's presence and every
+/// serialized once but for its `to`: a newcomer gets every occupant's presence and every
 /// occupant gets the newcomer's, so filling a room of N sends about N² of them, which differ
 /// only in `to`. Made afresh whenever the occupant changes (a new box, so copies of an older
 /// occupant keep theirs); what else it depends on (the affiliation, whether the recipient may
@@ -66,8 +66,8 @@ struct MUCOccupant: Sendable {
 final class MUCShownPresence: @unchecked Sendable {
     struct Built {
         var affiliation: MUCAffiliation
-        /// `<presence from='room/nick' to=''>` with the children in serialized form.
-        var template: XMLElement
+        /// `<presence from='room/nick'>` and its children, serialized.
+        var template: XMLStanzaTemplate
     }
 
     /// For recipients that do not see real JIDs, and for those that do.

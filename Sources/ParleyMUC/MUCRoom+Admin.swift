@@ -43,6 +43,7 @@ extension MUCRoom {
                 } else {
                     update(nick) { $0.role = role }
                     announce(nick, out: &out)
+                    revealRealJIDs(to: nick, after: target.role, out: &out)
                 }
             } else if let affiliationName = item[attribute: "affiliation"] {
                 guard let affiliation = MUCAffiliation(rawValue: affiliationName) else {

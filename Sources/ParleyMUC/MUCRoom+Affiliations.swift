@@ -45,6 +45,7 @@ extension MUCRoom {
                     update(occupant.nick) { $0.role = role }
                 }
                 announceOccupant(occupant.nick, out: &out)
+                revealRealJIDs(to: occupant.nick, after: occupant.role, out: &out)
             }
         }
         return removed

@@ -27,15 +27,11 @@ extension MUCRoom {
         message.append(XMLElement("stanza-id", namespace: XMLNamespace.stanzaID, ["id": UUID().uuidString, "by": jid.description]))
         message.append(XMLElement("occupant-id", namespace: MUCNamespace.occupantID, ["id": sender.occupantID]))
         if Self.isHistoric(message) { history.append(message, limit: historyLimit) }
-        // The copies differ only in `to`: the payload is serialized once for all of them.
-        let shared = XMLElement(
-            message.name, namespace: message.namespace, attributes: message.attributes + [XMLAttribute("to", "")],
-            children: message.elements.map { .element($0.serializedOnce(in: .clientStream)) })
+        // The copies differ only in `to`: the rest is serialized once for all of them.
+        let shared = XMLStanzaTemplate(message, context: .clientStream)
         for occupant in occupants.values {
             for recipient in occupant.sessions {
-                var copy = shared
-                copy.to = recipient.description
-                out.append(copy)
+                out.append(shared.instance([XMLAttribute("to", recipient.description)]))
             }
         }
         return message

@@ -60,10 +60,18 @@ extension MUCRoom {
         if let holder = reservationHolder(of: nick), holder != account {
             throw StanzaError(.conflict, text: "The nickname '\(nick)' is already reserved in this room.")
         }
+        if policy.enforceRegistered {
+            // As Prosody: with registered nicknames enforced, the account's occupants under
+            // another nickname are kicked (307) before the reservation takes effect.
+            for occupant in occupants.values.sorted(by: { $0.nick < $1.nick }) where occupant.account == account && occupant.nick != nick {
+                outcome.removedSessions += removeOccupant(
+                    occupant, statuses: [.kicked], actor: nil, reason: "You registered the nickname '\(nick)' in this room.", out: &out)
+            }
+        }
         reservedNicks[account] = nick
         outcome.affiliationsChanged = true
         if affiliation(of: account) == .none {
-            outcome.removedSessions = setAffiliation(.member, of: account, actor: nil, reason: nil, out: &out)
+            outcome.removedSessions += setAffiliation(.member, of: account, actor: nil, reason: nil, out: &out)
         }
         return outcome
     }

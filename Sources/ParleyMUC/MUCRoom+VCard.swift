@@ -84,6 +84,6 @@ extension MUCRoom {
     /// The features the archive and the avatar add to the room's disco#info: MAM while the
     /// room archives, and always room stanza-ids and vcard-temp (as Prosody advertises them).
     var archiveAndAvatarFeatures: [String] {
-        (configuration.archiving ? [XMLNamespace.archive] : []) + [XMLNamespace.stanzaID, MUCNamespace.vCard]
+        (configuration.archiving ? [XMLNamespace.archive, MUCService.extendedArchiveFeature] : []) + [XMLNamespace.stanzaID, MUCNamespace.vCard]
     }
 }

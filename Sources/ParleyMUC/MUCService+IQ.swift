@@ -106,6 +106,8 @@ extension MUCService {
             configure(stanza, payload, room: key, state: &state, out: &out)
         case (_, "query", XMLNamespace.archive?):
             archiveRequest(stanza, payload, from: sender, room: key, state: state, out: &out)
+        case ("get", "metadata", XMLNamespace.archive?):
+            archiveMetadata(stanza, from: sender, room: key, state: state, out: &out)
         case (_, "vCard", MUCNamespace.vCard?):
             vCardRequest(stanza, payload, from: sender, room: key, state: &state, out: &out)
         default:

@@ -34,7 +34,8 @@ public final class MUCService: HostedService {
         public var rateLimit = MUCRateLimit()
         /// Whether a new room keeps an archive (XEP-0313) until its owner says otherwise.
         public var archiveByDefault = true
-        /// Messages a room's archive keeps; the oldest go first. 0: no limit.
+        /// Messages a room's archive keeps; the oldest go first (up to 1 % more between the
+        /// cuts, see `MUCArchiveWriter.trimStep`). 0: no limit.
         public var archiveMaxMessagesPerRoom = 10_000
         /// Room messages older than this many days are deleted (checked hourly). 0: kept.
         public var archiveRetentionDays = 0
@@ -235,7 +236,7 @@ public final class MUCService: HostedService {
             case (_, "groupchat"):
                 throw StanzaError(.badRequest, text: "Groupchat messages go to the room's bare JID, not to an occupant.")
             case (let nick?, _):
-                try state.rooms[key]?.privateMessage(stanza, from: sender, to: nick, out: &out)
+                try privateMessage(stanza, from: sender, room: key, to: nick, state: state, out: &out)
             }
         } catch {
             refuse(stanza, error, out: &out)

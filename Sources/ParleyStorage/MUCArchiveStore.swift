@@ -74,6 +74,12 @@ public struct MUCArchiveQuery: Sendable, Hashable {
     public var after: String?
     public var before: String?
     public var max: Int
+    /// XEP-0313 `#extended`: only messages after (before) the one with this stanza-id,
+    /// as filters that the count respects, unlike the page bounds above.
+    public var afterID: String?
+    public var beforeID: String?
+    /// Only the messages with these stanza-ids; an unknown id matches nothing.
+    public var ids: [String]?
 
     public init(max: Int) {
         self.max = max

@@ -23,7 +23,18 @@ public protocol RosterStore: Sendable {
     /// Oldest first.
     func pendingSubscriptions(of user: String) async throws -> [PendingSubscription]
 
+    /// The items (ordered by contact) and the pending requests (oldest first) together: what
+    /// a session's initial presence needs, read at every login.
+    func rosterAndPendingSubscriptions(of user: String) async throws -> (items: [RosterItem], pending: [PendingSubscription])
+
     /// The local users whose rosters list `contact` (a bare JID), with their subscription to
     /// it, ordered by user: for presence probes and broadcasts among local users.
     func rosterOwners(naming contact: String) async throws -> [(user: String, subscription: Subscription)]
+}
+
+extension RosterStore {
+    /// Two reads; a backend that can should answer in one.
+    public func rosterAndPendingSubscriptions(of user: String) async throws -> (items: [RosterItem], pending: [PendingSubscription]) {
+        (try await roster(of: user).items, try await pendingSubscriptions(of: user))
+    }
 }

@@ -8,7 +8,7 @@ import ParleyCore
 /// `idleTimeout`. Before that, after `pingAfter` of silence, it fires `PeerIdle` once so the
 /// protocol layer can ask the peer for a sign of life (an XEP-0199 ping). It sits on the plaintext byte side of the pipeline, below the XML decoder,
 /// so whitespace the peer sends counts as life too.
-public final class StreamKeepaliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
+public final class StreamKeepaliveHandler: ChannelDuplexHandler, RemovableChannelHandler, LoopTimed {
     public typealias InboundIn = ByteBuffer
     public typealias InboundOut = ByteBuffer
     public typealias OutboundIn = ByteBuffer
@@ -47,7 +47,10 @@ public final class StreamKeepaliveHandler: ChannelDuplexHandler, RemovableChanne
     private let configuration: Configuration
     private var lastRead = NIODeadline.now()
     private var lastWrite = NIODeadline.now()
-    private var timer: Scheduled<Void>?
+    /// Set while running: the deadline's callback needs it. Cleared when stopped, since the
+    /// context holds this handler.
+    private var context: ChannelHandlerContext?
+    public var loopTimerSlot = -1
     private var timedOut = false
     private var idleReported = false
     private var running = false
@@ -104,6 +107,7 @@ public final class StreamKeepaliveHandler: ChannelDuplexHandler, RemovableChanne
     private func start(context: ChannelHandlerContext) {
         guard !running else { return }
         running = true
+        self.context = context
         lastRead = context.eventLoop.now
         lastWrite = lastRead
         scheduleCheck(context: context)
@@ -111,18 +115,22 @@ public final class StreamKeepaliveHandler: ChannelDuplexHandler, RemovableChanne
 
     private func stop() {
         running = false
-        timer?.cancel()
-        timer = nil
+        if let context { LoopTimers.on(context.eventLoop).cancel(self) }
+        context = nil
     }
 
     private func rearm(context: ChannelHandlerContext) {
-        timer?.cancel()
-        timer = nil
         scheduleCheck(context: context)
     }
 
-    /// One timer per connection, re-armed for whichever deadline comes first, rather than
-    /// one per direction: at 10,000 idle sessions every timer counts.
+    public func deadlinePassed(now: NIODeadline) {
+        guard let context else { return }
+        check(context: context)
+    }
+
+    /// One deadline per connection, for whichever comes first, on the loop's shared timer
+    /// (`LoopTimers`): at 100,000 idle sessions a scheduled task each was memory, and time
+    /// to cancel.
     private func scheduleCheck(context: ChannelHandlerContext) {
         // A handler that reacted to PeerIdle may have closed the channel (and stopped us).
         guard running else { return }
@@ -133,16 +141,13 @@ public final class StreamKeepaliveHandler: ChannelDuplexHandler, RemovableChanne
         }
         if let timeout = configuration.idleTimeout { deadlines.append(lastRead + timeout) }
         if let pingAfter = configuration.pingAfter, !idleReported { deadlines.append(lastRead + pingAfter) }
-        guard let next = deadlines.min() else { return }
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        timer = context.eventLoop.scheduleTask(deadline: next) {
-            let (handler, context) = loopBound.value
-            handler.check(context: context)
+        guard let next = deadlines.min() else {
+            return LoopTimers.on(context.eventLoop).cancel(self)
         }
+        LoopTimers.on(context.eventLoop).schedule(self, at: next)
     }
 
     private func check(context: ChannelHandlerContext) {
-        timer = nil
         // The loop's clock, which the timer ran on (and which tests can drive).
         let now = context.eventLoop.now
         if let timeout = configuration.idleTimeout, now >= lastRead + timeout, !timedOut {

@@ -39,7 +39,10 @@ public struct StreamOpening: Sendable, Hashable {
 
     /// The namespaces in force for stanzas written inside this stream.
     public var namespaceContext: XMLNamespaceContext {
-        XMLNamespaceContext(defaultNamespace: contentNamespace, prefixes: [XMLNamespace.streams: "stream"])
+        // The shared value for client streams: a dictionary of its own would be kept by
+        // every connection's encoder.
+        if contentNamespace == XMLNamespace.client { return .clientStream }
+        return XMLNamespaceContext(defaultNamespace: contentNamespace, prefixes: [XMLNamespace.streams: "stream"])
     }
 }
 

@@ -7,7 +7,7 @@ import ParleyCore
 /// `ByteBuffer` to the push parser rather than a `ByteToMessageDecoder`. A parse failure is
 /// passed on as a `StreamError` through `errorCaught`; the handler that owns the stream sends
 /// it to the peer and closes. Nothing more is read from a failed stream.
-public final class XMLStreamDecoder: ChannelDuplexHandler, RemovableChannelHandler {
+public final class XMLStreamDecoder: ChannelDuplexHandler, RemovableChannelHandler, LoopTimed {
     public typealias InboundIn = ByteBuffer
     public typealias InboundOut = XMLStreamEvent
     public typealias OutboundIn = ByteBuffer
@@ -29,7 +29,9 @@ public final class XMLStreamDecoder: ChannelDuplexHandler, RemovableChannelHandl
     /// connection then costs a few kilobytes instead of tens (nil keeps it always).
     private let releaseMemoryAfter: TimeAmount?
     private var lastRead = NIODeadline.uptimeNanoseconds(0)
-    private var releaseTimer: Scheduled<Void>?
+    /// The loop whose `LoopTimers` holds our release deadline, while it does.
+    private var releaseLoop: (any EventLoop)?
+    public var loopTimerSlot = -1
     private var pendingRestart: Restart?
     private var isFeeding = false
     private var failed = false
@@ -44,28 +46,34 @@ public final class XMLStreamDecoder: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     public func handlerRemoved(context: ChannelHandlerContext) {
-        releaseTimer?.cancel()
-        releaseTimer = nil
+        cancelMemoryRelease()
     }
 
     public func channelInactive(context: ChannelHandlerContext) {
-        releaseTimer?.cancel()
-        releaseTimer = nil
+        cancelMemoryRelease()
         context.fireChannelInactive()
     }
 
-    /// One timer per connection at most, re-armed only when it fires too early.
+    private func cancelMemoryRelease() {
+        if let loop = releaseLoop { LoopTimers.on(loop).cancel(self) }
+        releaseLoop = nil
+    }
+
+    /// One deadline per connection at most (on the loop's shared timer), moved on only when
+    /// it comes too early.
     private func scheduleMemoryRelease(context: ChannelHandlerContext) {
-        guard let idle = releaseMemoryAfter, releaseTimer == nil, !failed else { return }
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        releaseTimer = context.eventLoop.scheduleTask(deadline: lastRead + idle) {
-            let (decoder, context) = loopBound.value
-            decoder.releaseTimer = nil
-            if context.eventLoop.now - decoder.lastRead >= idle {
-                decoder.parser.releaseIdleMemory()
-            } else {
-                decoder.scheduleMemoryRelease(context: context)
-            }
+        guard let idle = releaseMemoryAfter, releaseLoop == nil, !failed else { return }
+        releaseLoop = context.eventLoop
+        LoopTimers.on(context.eventLoop).schedule(self, at: lastRead + idle)
+    }
+
+    public func deadlinePassed(now: NIODeadline) {
+        guard let idle = releaseMemoryAfter, let loop = releaseLoop else { return }
+        if now - lastRead >= idle {
+            releaseLoop = nil
+            parser.releaseIdleMemory()
+        } else {
+            LoopTimers.on(loop).schedule(self, at: lastRead + idle)
         }
     }
 

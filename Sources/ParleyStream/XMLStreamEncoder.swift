@@ -3,9 +3,20 @@ import ParleyCore
 
 /// Serializes `XMLStreamOutput` into bytes, keeping track of the namespace context of the
 /// stream it opened so stanzas carry no redundant declarations.
+///
+/// Everything written between two flushes goes into one buffer, handed on at the flush (or
+/// whenever it passes `coalescingLimit`). A burst of stanzas to one session (a room's
+/// occupant list for a newcomer: one presence per occupant, in one event-loop tick) would
+/// otherwise be a buffer and a queue entry each; NIO's queue of pending writes never gives
+/// back the capacity it grew to, and the freed small buffers leave the heap fragmented.
+/// The buffer is not kept after the flush, so an idle stream holds none.
 public final class XMLStreamEncoder: ChannelOutboundHandler, RemovableChannelHandler {
     public typealias OutboundIn = XMLStreamOutput
     public typealias OutboundOut = ByteBuffer
+
+    /// Past this many bytes the pending buffer is written on without waiting for the flush,
+    /// so a long burst is a few large writes instead of one ever-growing buffer.
+    public static let coalescingLimit = 64 << 10
 
     private var context = XMLNamespaceContext.clientStream
     /// Whether we have an open stream of our own to close; an error before any header (the
@@ -13,6 +24,10 @@ public final class XMLStreamEncoder: ChannelOutboundHandler, RemovableChannelHan
     private var streamOpen = false
     /// The header to send if an error must be written before any stream was opened.
     private let fallbackOpening: StreamOpening
+    /// Bytes written since the last flush, not yet passed on.
+    private var pending: ByteBuffer?
+    /// Completed when `pending` is written (several writes' promises, cascaded).
+    private var pendingPromise: EventLoopPromise<Void>?
 
     public init(fallbackOpening: StreamOpening = StreamOpening()) {
         self.fallbackOpening = fallbackOpening
@@ -20,9 +35,15 @@ public final class XMLStreamEncoder: ChannelOutboundHandler, RemovableChannelHan
 
     public func write(context channelContext: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let output = unwrapOutboundIn(data)
-        var capacity = 512
-        if case .element(let element) = output { capacity = max(capacity, element.serializedSizeEstimate + 64) }
-        var buffer = channelContext.channel.allocator.buffer(capacity: capacity)
+        var buffer: ByteBuffer
+        if let pending {
+            buffer = pending
+            self.pending = nil  // so the append below does not copy the storage
+        } else {
+            var capacity = 512
+            if case .element(let element) = output { capacity = max(capacity, element.serializedSizeEstimate + 64) }
+            buffer = channelContext.channel.allocator.buffer(capacity: capacity)
+        }
         switch output {
         case .open(let opening):
             opening.write(to: &buffer)
@@ -44,6 +65,60 @@ public final class XMLStreamEncoder: ChannelOutboundHandler, RemovableChannelHan
             buffer.writeStaticString("</stream:stream>")
             streamOpen = false
         }
+        pending = buffer
+        if let promise {
+            if let pendingPromise {
+                pendingPromise.futureResult.cascade(to: promise)
+            } else {
+                pendingPromise = promise
+            }
+        }
+        if buffer.readableBytes >= Self.coalescingLimit { writePending(channelContext) }
+    }
+
+    public func flush(context channelContext: ChannelHandlerContext) {
+        writePending(channelContext)
+        channelContext.flush()
+    }
+
+    /// Outbound events keep their place after what was written before them: a handler below
+    /// may depend on the order (the keepalive allows whitespace again on any write, and must
+    /// see `<success/>` before the `AwaitingHeader` that follows it).
+    public func triggerUserOutboundEvent(
+        context channelContext: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?
+    ) {
+        writePending(channelContext)
+        channelContext.triggerUserOutboundEvent(event, promise: promise)
+    }
+
+    /// What was written before a close would have been dropped unflushed in NIO's queue too;
+    /// its promises fail the same way.
+    public func close(context channelContext: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        if mode != .output { failPending(ChannelError.ioOnClosedChannel) }
+        channelContext.close(mode: mode, promise: promise)
+    }
+
+    public func handlerRemoved(context channelContext: ChannelHandlerContext) {
+        if channelContext.channel.isActive {
+            // Removed from a live stream: what was written goes on, unflushed as it was.
+            writePending(channelContext)
+        } else {
+            failPending(ChannelError.ioOnClosedChannel)
+        }
+    }
+
+    private func writePending(_ channelContext: ChannelHandlerContext) {
+        guard let buffer = pending else { return }
+        let promise = pendingPromise
+        pending = nil
+        pendingPromise = nil
         channelContext.write(wrapOutboundOut(buffer), promise: promise)
+    }
+
+    private func failPending(_ error: any Error) {
+        pending = nil
+        let promise = pendingPromise
+        pendingPromise = nil
+        promise?.fail(error)
     }
 }

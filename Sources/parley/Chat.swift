@@ -42,7 +42,10 @@ struct Chat: AsyncParsableCommand {
                 if case .presence(let update) = event, update.from.bare == me { continue }
                 guard progress.isNews(event) else { continue }
                 if case .room(let roomEvent) = event {
-                    if let line = RoomFormat.line(for: roomEvent, ownNick: await client.nick(in: roomEvent.room)) { print(line) }
+                    let ownNick = await client.nick(in: roomEvent.room)
+                    var line = await MediaCommands.roomLine(for: roomEvent, ownNick: ownNick, shelf: shelf)
+                    if line == nil { line = RoomFormat.line(for: roomEvent, ownNick: ownNick) }
+                    if let line { print(line) }
                     continue
                 }
                 var line = await MediaCommands.line(for: event, me: me, shelf: shelf)

@@ -46,7 +46,10 @@ enum MediaCommands {
 
     static func sendFile(_ client: ChatClient, _ path: String, to recipient: JID) async throws -> ChatClient.SentFile {
         let bar = ProgressBar(verb: "uploading")
-        let sent = try await client.sendFile(path, to: recipient) { await bar.show($0) }
+        // The current conversation may be a room we are in: the file goes to everyone there.
+        let inRoom = await client.nick(in: recipient) != nil
+        let type = recipient.isBare && inRoom ? "groupchat" : "chat"
+        let sent = try await client.sendFile(path, to: recipient, type: type) { await bar.show($0) }
         await bar.finish()
         return sent
     }
@@ -103,6 +106,26 @@ enum MediaCommands {
         }
         let late = message.delayedUntil.map { Terminal.paint(" (sent \(MessageFormat.time($0)))", .gray) } ?? ""
         return "[\(MessageFormat.time(Date()))] \(who): #\(number) \(label(media)) \(media.url)\(late)"
+    }
+
+    /// The line for a room's media message (numbered in `shelf` like the others), in the
+    /// room's format with the file's label in place of the bare URL; nil for other events.
+    static func roomLine(for event: RoomEvent, ownNick: String?, shelf: MediaShelf) async -> String? {
+        let shown: RoomEvent
+        switch event {
+        case .message(var message):
+            guard let attachment = message.media else { return nil }
+            message.body = "#\(await shelf.number(for: attachment)) \(label(attachment)) \(attachment.url)"
+            message.mentionsMe = false
+            shown = .message(message)
+        case .privateMessage(var message):
+            guard let attachment = message.media else { return nil }
+            message.body = "#\(await shelf.number(for: attachment)) \(label(attachment)) \(attachment.url)"
+            shown = .privateMessage(message)
+        default:
+            return nil
+        }
+        return RoomFormat.line(for: shown, ownNick: ownNick)
     }
 
     /// A history line for a media message; nil for others.

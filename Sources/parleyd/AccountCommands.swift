@@ -17,7 +17,7 @@ struct AddUser: AsyncParsableCommand {
         let (configuration, username) = try await accountTarget(options, user)
         let password = try readNewPassword()
         let keys = try AccountKeys.derive(password: password, iterations: configuration.auth.scramIterations)
-        let storage = try SQLiteStorage(path: configuration.sqlitePath)
+        let storage = try await openStorage(configuration)
         do {
             try await storage.createAccount(username: username, keys: keys)
         } catch StorageError.accountExists {
@@ -35,7 +35,7 @@ struct DeleteUser: AsyncParsableCommand {
 
     func run() async throws {
         let (configuration, username) = try await accountTarget(options, user)
-        let storage = try SQLiteStorage(path: configuration.sqlitePath)
+        let storage = try await openStorage(configuration)
         // The files first: once the account is gone its upload rows are too, and a running
         // server would only find the files again through the change feed.
         _ = try? await uploadMaintenance(configuration).delete(owner: username)
@@ -57,7 +57,7 @@ struct ChangePassword: AsyncParsableCommand {
         let (configuration, username) = try await accountTarget(options, user)
         let password = try readNewPassword()
         let keys = try AccountKeys.derive(password: password, iterations: configuration.auth.scramIterations)
-        let storage = try SQLiteStorage(path: configuration.sqlitePath)
+        let storage = try await openStorage(configuration)
         do {
             try await storage.updateKeys(username: username, keys: keys, origin: .admin)
         } catch StorageError.accountNotFound {
@@ -74,7 +74,7 @@ struct ListUsers: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try await loadConfiguration(options)
-        let storage = try SQLiteStorage(path: configuration.sqlitePath)
+        let storage = try await openStorage(configuration)
         for username in try await storage.usernames() { print("\(username)@\(configuration.domain)") }
     }
 }

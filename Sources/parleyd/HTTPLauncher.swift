@@ -21,13 +21,14 @@ struct HTTPLauncher: Service {
         let configuration = running.configuration
         let http = try ParleyHTTPServer(
             configuration: configuration, storage: running.storage, certificatePath: running.certificatePath,
-            keyPath: configuration.tlsKeyPath, logger: logger)
+            keyPath: configuration.tlsKeyPath, xmpp: running, logger: logger)
         if let slots = http.uploadSlots { uploadService?.attach(slots) }
         let scheme = configuration.http.tls ? "https" : "http"
         Task {
             for address in await http.addresses() {
                 let host = address.ipAddress ?? "?"
                 print("  \(scheme): \(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(address.port ?? 0)/ (uploads: \(http.uploadSlots?.baseURL ?? "disabled"))")
+                if let webSocket = http.hostMeta?.url { print("  websocket: \(webSocket) (announced at /.well-known/host-meta)") }
                 fflush(nil)
             }
         }

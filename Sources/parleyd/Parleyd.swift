@@ -5,7 +5,7 @@ struct Parleyd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "parleyd",
         abstract: "Parley XMPP server.",
-        subcommands: [Run.self, AddUser.self, DeleteUser.self, ChangePassword.self, ListUsers.self, Uploads.self],
+        subcommands: [Run.self, AddUser.self, DeleteUser.self, ChangePassword.self, ListUsers.self, Uploads.self, StorageCommand.self],
         defaultSubcommand: Run.self)
 }
 

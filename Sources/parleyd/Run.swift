@@ -29,8 +29,11 @@ struct Run: AsyncParsableCommand {
         }
         let (started, starting) = AsyncStream.makeStream(of: RunningServer.self)
         let hostedServices = makeHostedServices(configuration, logger: logger)
+        // SQLite (the default) is opened by the server itself; PostgreSQL here, where it is imported.
+        let postgres = try await openPostgresIfConfigured(configuration, logger: logger)
         let server = XMPPServer(
-            configuration: configuration, logger: logger, prometheus: prometheus, hostedServices: hostedServices
+            configuration: configuration, logger: logger, prometheus: prometheus, hostedServices: hostedServices,
+            storage: postgres
         ) { running in
             printBanner(running)
             starting.yield(running)
@@ -46,8 +49,10 @@ struct Run: AsyncParsableCommand {
         do {
             try await group.run()
         } catch {
+            await postgres?.close()
             throw CleanExit.message("parleyd: \(error)")
         }
+        await postgres?.close()
     }
 
     private func printBanner(_ running: RunningServer) {
@@ -58,7 +63,10 @@ struct Run: AsyncParsableCommand {
         if let metrics = running.metricsAddress { lines.append("  metrics: http://\(describe(metrics))/metrics") }
         lines.append("  certificate: \(running.certificatePath)")
         if let fingerprint = running.certificateFingerprint { lines.append("  certificate SHA-256 fingerprint: \(fingerprint)") }
-        lines.append("  data: \(configuration.dataDirectory) (SQLite: \(configuration.sqlitePath))")
+        switch configuration.storage.backend {
+        case .sqlite: lines.append("  data: \(configuration.dataDirectory) (SQLite: \(configuration.sqlitePath))")
+        case .postgresql: lines.append("  data: \(configuration.dataDirectory) (PostgreSQL: \(storageLocation(configuration)))")
+        }
         let configArgument = options.config.map { " --config \($0)" } ?? ""
         lines.append("  add a user: parleyd adduser\(configArgument) alice   (from this checkout: make adduser USER=alice)")
         print(lines.joined(separator: "\n"))

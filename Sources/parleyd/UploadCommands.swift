@@ -20,7 +20,7 @@ struct ListUploads: AsyncParsableCommand {
 
     func run() async throws {
         let (configuration, username) = try await accountTarget(options, user)
-        let maintenance = try uploadMaintenance(configuration)
+        let maintenance = try await uploadMaintenance(configuration)
         let formatter = ISO8601DateFormatter()
         for record in try await maintenance.list(owner: username) {
             print("\(record.id)  \(record.size)  \(record.contentType)  \(formatter.string(from: record.createdAt))  \(record.state.rawValue)  \(record.filename)")
@@ -44,8 +44,8 @@ struct DeleteUploads: AsyncParsableCommand {
     }
 }
 
-func uploadMaintenance(_ configuration: ServerConfiguration) throws -> UploadMaintenance {
-    let storage = try SQLiteStorage(path: configuration.sqlitePath)
+func uploadMaintenance(_ configuration: ServerConfiguration) async throws -> UploadMaintenance {
+    let storage = try await openStorage(configuration)
     let directory = configuration.http.upload.directory ?? "\(configuration.dataDirectory)/uploads"
     return UploadMaintenance(
         metadata: storage, store: DirectoryUploadStore(directory: directory), logger: Logger(label: "parleyd.uploads"))

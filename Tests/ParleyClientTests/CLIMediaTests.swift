@@ -118,6 +118,45 @@ struct CLIMediaTests {
     }
 }
 
+extension CLIMediaTests {
+    @Test func aFileSentInARoomIsShownToItsOccupantsLikeA1To1MediaMessage() async throws {
+        try await UploadTestServer.with(rooms: true) { server in
+            try await server.server.createAccount("alice")
+            try await server.server.createAccount("bob")
+            let cli = try CLI(server: server.server)
+            let certificate = server.server.running.certificatePath
+            let alice = try TerminalSession(cli, ["chat", "--config", try cli.writeMediaConfig("alice", certificate: certificate)], name: "alice")
+            let bob = try TerminalSession(cli, ["chat", "--config", try cli.writeMediaConfig("bob", certificate: certificate)], name: "bob")
+            defer {
+                alice.end()
+                bob.end()
+            }
+            let room = "team@conference.localhost"
+            let path = try temporaryFile("photo.jpg", Array(repeating: 0xFF, count: 1_200_000))
+            do {
+                for session in [alice, bob] { try await session.waitFor("type /help for commands") }
+                try alice.type("/join \(room)")
+                try await alice.waitFor("now talking in \(room) as alice")
+                try bob.type("/join \(room)")
+                try await bob.waitFor("now talking in \(room) as bob")
+                try await alice.waitFor("bob joined \(room)")
+                try alice.type("/send-file \(path)")
+                try await alice.waitFor("sent #1 [image photo.jpg 1.2 MB] https://localhost:")
+                try await bob.waitFor("\(room) alice: #1 [image photo.jpg 1.2 MB] https://localhost:")
+                try bob.type("/download 1")
+                try await bob.waitFor("saved #1 to ")
+                try alice.type("/quit")
+                try bob.type("/quit")
+                #expect(try await alice.waitForExit() == 0)
+                #expect(try await bob.waitForExit() == 0)
+            } catch {
+                for session in [alice, bob] { print("--- \(session.name)'s terminal ---\n\(session.screen)") }
+                throw error
+            }
+        }
+    }
+}
+
 extension CLI {
     /// A config for `user` that also trusts `certificate` for HTTPS file transfers.
     func writeMediaConfig(_ user: String, certificate: String) throws -> String {

@@ -76,22 +76,23 @@ import Testing
         #expect(throws: SchemaValidator.Failure.self) { try SchemaValidator.shared.validate(broken) }
     }
 
-    @Test func aFileSentToARoomGoesAsGroupchatWithItsMetadata() async throws {
+    @Test func aFileSentToARoomGoesAsGroupchatAndArrivesAsARoomMediaMessage() async throws {
         try await UploadTestServer.with(rooms: true) { server in
-            try await server.server.createAccount("ivan")
-            let (ivan, _) = try server.client("ivan")
+            for user in ["ivan", "judy", "kim"] { try await server.server.createAccount(user) }
+            let (ivan, ivanEvents) = try server.client("ivan")
+            let (judy, judyEvents) = try server.client("judy")
+            let (kim, kimEvents) = try server.client("kim")
             let seen = StanzaLog()
             await ivan.xmpp.addStanzaHandler { seen.append($0) }
-            try await ivan.connect()
+            for client in [ivan, judy, kim] { try await client.connect() }
             let room = try JID("lounge@conference.localhost")
-            await ivan.xmpp.send(XMLElement("presence", ["to": "\(room)/ivan"], [XMLElement("x", namespace: "http://jabber.org/protocol/muc")]))
-            try await eventually("ivan is in the room") { seen.all.contains { $0.name == "presence" && $0.from == "\(room)/ivan" } }
-            // XEP-0045 §10.1.2: the new room opens once its owner accepts the default configuration.
-            let form = XMLElement("x", namespace: XMLNamespace.dataForms, ["type": "submit"])
-            _ = try await ivan.xmpp.request(XMLElement(
-                "iq", ["type": "set", "to": room.description], [XMLElement("query", namespace: "http://jabber.org/protocol/muc#owner", [:], [form])]))
-
             let path = try temporaryFile("slides.pdf", Array(repeating: 0x25, count: 70_000))
+            // Not in the room yet: refused before anything is uploaded.
+            await #expect(throws: ClientError.self) { try await ivan.sendFile(path, to: room, type: "groupchat") }
+
+            _ = try await ivan.join(room, nick: "ivan")
+            _ = try await judy.join(room, nick: "judy")
+            _ = try await kim.join(room, nick: "kim")
             let sent = try await ivan.sendFile(path, to: room, type: "groupchat")
             #expect(sent.media.mediaType == "application/pdf" && sent.media.kind == .file)
             try await eventually("the room sent the file back") {
@@ -100,7 +101,29 @@ import Testing
             let reflected = try #require(seen.all.last { $0.name == "message" && $0.type == "groupchat" })
             #expect(reflected.from == "\(room)/ivan" && reflected.firstChild("body")?.text == sent.media.url)
             #expect(MediaAttachment(message: reflected) == sent.media)
-            await ivan.disconnect()
+
+            // The others' clients see a room message with the same media as a 1:1 message has.
+            for events in [judyEvents, kimEvents] {
+                let message = try await Rooms.message(events, sent.media.url)
+                #expect(message.media == sent.media && message.nick == "ivan" && !message.isOwn, "\(message)")
+            }
+            // The sender's echo is a confirmation, not news; its cache keeps the media.
+            try await ivanEvents.next("the room's echo of the file") { $0 == .sent(messageID: sent.messageID) }
+            #expect(Rooms.bodies(ivanEvents, in: room).isEmpty)
+            #expect(try await ivan.history(with: room).last?.media == sent.media)
+            #expect(try await judy.history(with: room).last?.media == sent.media)
+
+            // A private message carrying a file is a media message too.
+            let link = MediaAttachment(url: "https://localhost/f/notes.txt", name: "notes.txt", size: 12, mediaType: "text/plain")
+            var pm = ChatClient.mediaMessage(to: try JID("\(room)/judy"), type: "chat", id: "pm-file", media: link)
+            pm.append(XMLElement("x", namespace: "http://jabber.org/protocol/muc#user"))
+            await kim.xmpp.send(pm)
+            let event = try await Rooms.next(judyEvents, "the private file") {
+                if case .privateMessage(let message) = $0 { message.id == "pm-file" } else { false }
+            }
+            guard case .privateMessage(let message) = event else { return }
+            #expect(message.media == link && message.nick == "kim")
+            for client in [ivan, judy, kim] { await client.disconnect() }
         }
     }
 

@@ -9,7 +9,7 @@ import Testing
         // Directories that do not exist yet are created.
         let path = directory.file("data/nested/parley.sqlite")
         let storage = try SQLiteStorage(path: path)
-        try await storage.createAccount(username: "juliet", keys: [SQLiteAccountStoreTests.keys("SHA-256", seed: 1)])
+        try await storage.createAccount(username: "juliet", keys: [StorageFixture.keys("SHA-256", seed: 1)])
 
         #expect(storage.path == path)
         let attributes = try FileManager.default.attributesOfItem(atPath: path)
@@ -26,12 +26,12 @@ import Testing
         let path = directory.file("parley.sqlite")
         do {
             let storage = try SQLiteStorage(path: path)
-            try await storage.createAccount(username: "juliet", keys: [SQLiteAccountStoreTests.keys("SHA-1", seed: 4)])
+            try await storage.createAccount(username: "juliet", keys: [StorageFixture.keys("SHA-1", seed: 4)])
             try await storage.deleteAccount(username: "juliet", origin: .admin)
-            try await storage.createAccount(username: "juliet", keys: [SQLiteAccountStoreTests.keys("SHA-1", seed: 5)])
+            try await storage.createAccount(username: "juliet", keys: [StorageFixture.keys("SHA-1", seed: 5)])
         }
         let reopened = try SQLiteStorage(path: path)
-        #expect(try await reopened.account(username: "juliet")?.keys == [SQLiteAccountStoreTests.keys("SHA-1", seed: 5)])
+        #expect(try await reopened.account(username: "juliet")?.keys == [StorageFixture.keys("SHA-1", seed: 5)])
         #expect(try await reopened.latestChangeID() == 1)
     }
 }

@@ -7,7 +7,7 @@ extension SQLiteStorage {
     ) async throws -> SQLiteStorage {
         let storage = try SQLiteStorage(path: directory.file("parley.sqlite"), options: options)
         for user in users {
-            try await storage.createAccount(username: user, keys: [SQLiteAccountStoreTests.keys("SHA-256", seed: 1)])
+            try await storage.createAccount(username: user, keys: [StorageFixture.keys("SHA-256", seed: 1)])
         }
         return storage
     }

@@ -12,7 +12,8 @@ protocol Benchmark {
 }
 
 let benchmarks: [any Benchmark.Type] = [
-    ParserBenchmark.self, LoginBenchmark.self, MessageBenchmark.self, OfflineBenchmark.self, PEPBenchmark.self, MUCBenchmark.self,
+    ParserBenchmark.self, LoginBenchmark.self, MessageBenchmark.self, OfflineBenchmark.self, PEPBenchmark.self, RosterBenchmark.self,
+    MUCBenchmark.self,
     UploadBenchmark.self, SeedUsersCommand.self,
 ]
 

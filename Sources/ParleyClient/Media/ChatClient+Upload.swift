@@ -28,6 +28,7 @@ extension ChatClient {
         _ path: String, to recipient: JID, type: String = "chat", mediaType: String? = nil,
         progress: (@Sendable (TransferProgress) async -> Void)? = nil
     ) async throws -> SentFile {
+        if type == "groupchat", muc.rooms[recipient.bare]?.inRoom != true { throw ClientError.notInRoom(recipient.bare) }
         let (size, header) = try await Self.inspect(path)
         let image = ImageInfo(header)
         let name = String(((path as NSString).lastPathComponent).prefix(MediaAttachment.maxNameLength))
@@ -105,7 +106,15 @@ extension ChatClient {
     /// The message, kept in the cache first (for a chat) so a later run sends it again if no
     /// server acknowledged it.
     private func sendMediaMessage(to recipient: JID, type: String, id: String, media: MediaAttachment) async {
-        if type == "chat" {
+        if type == "groupchat" {
+            // As `sendRoomMessage`: the room's echo confirms it and is no news.
+            let room = recipient.bare
+            _ = muc.rooms[room]?.remember(id)
+            let record = MessageRecord(
+                peer: room, direction: .outgoing, id: id, originID: id, body: media.url, timestamp: Date(), media: media)
+            let nick = muc.rooms[room]?.nick ?? ""
+            await persist { _ = try await $0.storeRoomMessage(record, nick: nick) }
+        } else if type == "chat" {
             let record = MessageRecord(
                 peer: recipient.bare, direction: .outgoing, id: id, originID: id, body: media.url, timestamp: Date(), media: media)
             await persist { _ = try await $0.store(record) }

@@ -64,7 +64,7 @@ extension ChatClient {
                 room: from, nick: nick, body: body, id: message.id, stanzaID: id,
                 occupantID: message.firstChild("occupant-id", namespace: RoomNamespace.occupantID)?[attribute: "id"],
                 delayedUntil: stamp ?? Date(), isOwn: nick != nil && nick == ownNick,
-                mentionsMe: ownNick.map { nick != $0 && Self.mentions(body, $0) } ?? false))
+                mentionsMe: ownNick.map { nick != $0 && Self.mentions(body, $0) } ?? false, media: MediaAttachment(message: message)))
         return true
     }
 

@@ -27,7 +27,8 @@ extension ChatClient {
         {
             let message = RoomMessage(
                 room: room, nick: nick, body: body, id: stanza.id,
-                occupantID: stanza.firstChild("occupant-id", namespace: RoomNamespace.occupantID)?[attribute: "id"])
+                occupantID: stanza.firstChild("occupant-id", namespace: RoomNamespace.occupantID)?[attribute: "id"],
+                media: MediaAttachment(message: stanza))
             await emit(.room(.privateMessage(message)))
             return true
         }
@@ -59,7 +60,7 @@ extension ChatClient {
         let message = RoomMessage(
             room: room, nick: nick, body: body, id: stanza.id, stanzaID: stanzaID,
             occupantID: stanza.firstChild("occupant-id", namespace: RoomNamespace.occupantID)?[attribute: "id"], delayedUntil: delayed,
-            isOwn: isOwn, mentionsMe: !isOwn && Self.mentions(body, state.nick))
+            isOwn: isOwn, mentionsMe: !isOwn && Self.mentions(body, state.nick), media: MediaAttachment(message: stanza))
         let timestamp = delayed ?? Date()
         state.lastActivity = max(state.lastActivity ?? timestamp, timestamp)
         // Seen already (history replayed on a rejoin, or the echo of our own message).
@@ -69,7 +70,7 @@ extension ChatClient {
         if let cache = self.cache {
             let record = MessageRecord(
                 peer: room, direction: isOwn ? .outgoing : .incoming, id: stanza.id, originID: originID, stanzaID: stanzaID, body: body,
-                timestamp: timestamp)
+                timestamp: timestamp, media: message.media)
             do {
                 let outcome = try await cache.storeRoomMessage(record, nick: nick ?? "")
                 isNew = outcome.isNew

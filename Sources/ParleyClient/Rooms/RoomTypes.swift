@@ -53,11 +53,14 @@ public struct RoomMessage: Sendable, Equatable {
     public var isOwn: Bool
     /// Its text names our nickname in the room.
     public var mentionsMe: Bool
+    /// The file it shares (XEP-0066 link, XEP-0446 metadata), as for one-to-one messages.
+    public var media: MediaAttachment?
 
     public init(
         room: JID, nick: String?, body: String, id: String? = nil, stanzaID: String? = nil, occupantID: String? = nil,
-        delayedUntil: Date? = nil, isOwn: Bool = false, mentionsMe: Bool = false
+        delayedUntil: Date? = nil, isOwn: Bool = false, mentionsMe: Bool = false, media: MediaAttachment? = nil
     ) {
+        self.media = media
         self.room = room
         self.nick = nick
         self.body = body

@@ -38,19 +38,40 @@ public final class XMLStreamParser {
     /// The most bytes handed to libxml2 in one call, so the size limits are checked often.
     static let maxSlice = 64 * 1024
 
-    private let state: UnsafeMutablePointer<XMLStreamParserState>
+    /// Nil while the stream rests (`releaseIdleMemory()`); `parked` then holds what the next
+    /// `feed` needs to go on.
+    private var state: UnsafeMutablePointer<XMLStreamParserState>!
+    private let limits: Limits
+    /// The root's name and declarations (to replay to a new context) and the stream position.
+    private var parked: (header: XMLStreamHeader, position: Int)?
 
     public init(limits: Limits = .init()) {
+        self.limits = limits
         state = .allocate(capacity: 1)
         state.initialize(to: XMLStreamParserState(limits: limits))
         state.pointee.context = XMLStreamParserContext.make(for: state)
     }
 
     deinit {
+        guard let state else { return }
         if let context = state.pointee.context { xmlFreeParserCtxt(context) }
         state.pointee.releaseStorage()
         state.deinitialize(count: 1)
         state.deallocate()
+    }
+
+    /// A fresh state block for a parked stream, its context left to the next `parse`, which
+    /// replays the header to one as after any other renewal.
+    private func unpark() {
+        guard state == nil, let parked else { return }
+        let state = UnsafeMutablePointer<XMLStreamParserState>.allocate(capacity: 1)
+        state.initialize(to: XMLStreamParserState(limits: limits))
+        state.pointee.header = parked.header
+        state.pointee.depth = 1
+        state.pointee.fedTotal = parked.position
+        state.pointee.boundary = parked.position
+        self.state = state
+        self.parked = nil
     }
 
     /// Feeds bytes; calls `handle` for each event in order. If `handle` returns `.stop` the
@@ -64,7 +85,8 @@ public final class XMLStreamParser {
     public func feed(
         _ bytes: UnsafeRawBufferPointer, _ handle: (XMLStreamEvent) -> Next
     ) throws(StreamError) -> Int {
-        let state = self.state
+        if state == nil { unpark() }
+        let state: UnsafeMutablePointer<XMLStreamParserState> = self.state
         if let failure = state.pointee.failure { throw failure }
         if state.pointee.stopPosition != nil { throw XMLStreamParserErrors.fedAfterStop }
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return 0 }
@@ -93,6 +115,7 @@ public final class XMLStreamParser {
 
     /// Starts a new stream on the same object, for the restarts after STARTTLS and SASL.
     public func reset() {
+        if state == nil { unpark() }
         state.pointee.restoreBuffers()
         let hadFailure = state.pointee.failure != nil
         state.pointee.resetDocument()
@@ -103,6 +126,16 @@ public final class XMLStreamParser {
         }
     }
 
+    /// Whether everything fed so far completed an element or is whitespace between elements:
+    /// a transport that frames one element per message (RFC 7395) checks this after each one.
+    public var isBetweenStanzas: Bool {
+        // A parked stream rests between stanzas by construction (`releaseIdleMemory()`).
+        guard let state = self.state else { return parked != nil }
+        guard state.pointee.failure == nil, state.pointee.header != nil, state.pointee.depth == 1 else { return false }
+        guard let context = state.pointee.context else { return true }
+        return XMLStreamParserContext.onlyWhitespaceBuffered(context)
+    }
+
     /// Frees libxml2's parser context (its input buffer and name dictionary, most of a
     /// connection's memory) while the stream rests between stanzas; the next `feed` builds
     /// a fresh one and replays the root's namespace declarations, as for dictionary renewal.
@@ -110,21 +143,29 @@ public final class XMLStreamParser {
     /// whitespace between stanzas).
     @discardableResult
     public func releaseIdleMemory() -> Bool {
-        let state = self.state
-        guard let context = state.pointee.context, state.pointee.failure == nil, state.pointee.stopPosition == nil,
+        guard let state = self.state, let context = state.pointee.context, state.pointee.failure == nil, state.pointee.stopPosition == nil,
             state.pointee.header != nil, !state.pointee.rootClosed, state.pointee.depth == 1,
             !state.pointee.replayingHeader, XMLStreamParserContext.onlyWhitespaceBuffered(context)
         else { return false }
         xmlFreeParserCtxt(context)
         state.pointee.context = nil
         state.pointee.releaseBuffers()
+        state.pointee.compactHeader()
+        // The state block goes too: an idle stream keeps only its header and position.
+        if let header = state.pointee.header {
+            parked = (header, state.pointee.fedTotal)
+            state.pointee.releaseStorage()
+            state.deinitialize(count: 1)
+            state.deallocate()
+            self.state = nil
+        }
         return true
     }
 
     // MARK: Feeding
 
     private func parse(_ base: UnsafeRawPointer, _ count: Int) throws(StreamError) -> Int {
-        let state = self.state
+        let state: UnsafeMutablePointer<XMLStreamParserState> = self.state
         if state.pointee.context == nil {
             state.pointee.restoreBuffers()
             try replaceContext(midStreamAt: state.pointee.fedTotal)
@@ -172,7 +213,7 @@ public final class XMLStreamParser {
 
     /// Bytes that gave no callback yet (a huge start tag or text node still arriving) count too.
     private func checkUnfinishedSizes() throws(StreamError) {
-        let state = self.state
+        let state: UnsafeMutablePointer<XMLStreamParserState> = self.state
         let limits = state.pointee.limits
         if state.pointee.header == nil {
             if state.pointee.fedTotal > limits.maxHeaderBytes {
@@ -202,7 +243,7 @@ public final class XMLStreamParser {
     /// Swaps in a fresh context (and dictionary) between two stanzas, and replays the root's
     /// namespace declarations to it so the rest of the stream parses as before.
     private func replaceContext(midStreamAt position: Int) throws(StreamError) {
-        let state = self.state
+        let state: UnsafeMutablePointer<XMLStreamParserState> = self.state
         guard let header = state.pointee.header else { return }
         state.pointee.recyclePosition = nil
         replaceContext()

@@ -281,6 +281,21 @@ struct XMLStreamParserState {
         buffersReleased = true
     }
 
+    /// Keeps of the header only what renewing the context replays (its name, prefix and
+    /// namespace declarations), sharing the usual client declarations instead of holding a
+    /// copy: what the header said was reported when it arrived.
+    mutating func compactHeader() {
+        if streamStart.count >= 4 { streamStart = [] }
+        guard let opened = header else { return }
+        let declarations =
+            opened.namespaceDeclarations == Self.clientDeclarations ? Self.clientDeclarations : opened.namespaceDeclarations
+        header = XMLStreamHeader(
+            name: "stream", namespace: XMLNamespace.streams, prefix: opened.prefix == "stream" ? "stream" : opened.prefix,
+            attributes: [], namespaceDeclarations: declarations)
+    }
+
+    private static let clientDeclarations = ["": XMLNamespace.client, "stream": XMLNamespace.streams]
+
     mutating func restoreBuffers() {
         guard buffersReleased else { return }
         tree = XMLArenaBuilder()

@@ -91,7 +91,11 @@ public final class ArchiveModule: ServerModule, Sendable {
             $0.name == "stanza-id" && $0.namespace == XMLNamespace.stanzaID
                 && ($0[attribute: "by"] == senderArchive || $0[attribute: "by"] == recipientArchive)
         }
-        guard Self.isArchivable(clean), let senderUser = sender.localpart, let recipientUser = recipient.localpart else {
+        // Only local accounts have archives here: a private message through a hosted
+        // service (a room's occupant JID on the other side) is kept on the account's side.
+        let senderUser = sender.domainpart == domain.domainpart ? sender.localpart : nil
+        let recipientUser = recipient.domainpart == domain.domainpart ? recipient.localpart : nil
+        guard Self.isArchivable(clean), senderUser != nil || recipientUser != nil else {
             return RoutedMessage(forRecipient: clean, forSender: clean)
         }
         let id = Self.makeStanzaID()
@@ -107,12 +111,15 @@ public final class ArchiveModule: ServerModule, Sendable {
         let from = message.from ?? sender.description
         let to = message.to ?? recipient.description
         let now = Date()
-        var entries = [
-            ArchiveEntry(
-                owner: senderUser, with: recipientArchive, from: from, to: to, stanzaID: id, originID: originID,
-                messageID: messageID, messageType: messageType, stanza: StoredStanza.serialize(forSender), archivedAt: now, retracts: retracts)
-        ]
-        if recipientArchive != senderArchive {
+        var entries: [ArchiveEntry] = []
+        if let senderUser {
+            entries.append(
+                ArchiveEntry(
+                    owner: senderUser, with: recipientArchive, from: from, to: to, stanzaID: id, originID: originID,
+                    messageID: messageID, messageType: messageType, stanza: StoredStanza.serialize(forSender), archivedAt: now,
+                    retracts: retracts))
+        }
+        if let recipientUser, recipientArchive != senderArchive {
             entries.append(
                 ArchiveEntry(
                     owner: recipientUser, with: senderArchive, from: from, to: to, stanzaID: id, originID: originID,

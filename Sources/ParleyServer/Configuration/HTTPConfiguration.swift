@@ -15,8 +15,23 @@ public struct HTTPConfiguration: Sendable, Hashable {
     /// set: http(s)://<domain>:<port>.
     public var publicURL: String?
     public var upload = Upload()
+    public var webSocket = WebSocket()
 
     public init() {}
+
+    /// XMPP over WebSocket (RFC 7395), announced through XEP-0156 host-meta.
+    public struct WebSocket: Sendable, Hashable {
+        public var enabled = true
+        /// Prosody's path, which web clients try first.
+        public var path = "/xmpp-websocket"
+        /// Largest WebSocket message (one XML element) a client may send.
+        public var maxMessageBytes = 262_144
+        /// Origins (`https://chat.example.org`) whose pages may connect; empty allows every origin,
+        /// as Prosody's `cross_domain_websocket = true`.
+        public var allowedOrigins: [String] = []
+
+        public init() {}
+    }
 
     public struct Upload: Sendable, Hashable {
         public var enabled = true

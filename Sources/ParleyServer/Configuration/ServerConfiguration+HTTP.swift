@@ -43,5 +43,15 @@ extension ServerConfiguration {
             throw values.error("upload.domain", "expected a domain of its own such as upload.\(serverDomain), got \"\(domain)\"")
         }
         http.upload = upload
+
+        var webSocket = http.webSocket
+        webSocket.enabled = try values.bool("websocket.enabled", default: webSocket.enabled)
+        webSocket.path = try values.string("websocket.path", default: webSocket.path)
+        guard webSocket.path.hasPrefix("/"), !webSocket.path.contains("?") else {
+            throw values.error("websocket.path", "expected an absolute path such as /xmpp-websocket, got \"\(webSocket.path)\"")
+        }
+        webSocket.maxMessageBytes = try values.positiveInt("websocket.max_message_size", default: webSocket.maxMessageBytes)
+        webSocket.allowedOrigins = try values.stringList("websocket.allowed_origins", default: webSocket.allowedOrigins)
+        http.webSocket = webSocket
     }
 }

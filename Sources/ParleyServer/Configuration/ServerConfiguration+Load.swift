@@ -143,6 +143,10 @@ extension ServerConfiguration {
 
         config.storage.backend = try values.choice("storage.backend", default: config.storage.backend)
         config.storage.sqlite.path = values.optionalString("storage.sqlite.path")
+        config.storage.url = values.optionalString("storage.url")
+        if config.storage.backend == .postgresql, config.storage.url == nil {
+            throw values.error("storage.url", "required with storage.backend postgresql (postgres://user@host:port/database)")
+        }
 
         config.pep.enabled = try values.bool("pep.enabled", default: config.pep.enabled)
         config.pep.maxItemsPerNode = try values.positiveInt("pep.max_items_per_node", default: config.pep.maxItemsPerNode)

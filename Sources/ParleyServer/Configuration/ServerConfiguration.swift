@@ -212,6 +212,8 @@ public struct ServerConfiguration: Sendable, Hashable {
     public struct Storage: Sendable, Hashable {
         public enum Backend: String, Sendable, Hashable, CaseIterable {
             case sqlite
+            /// Every store on one PostgreSQL database (`url`), which several nodes can share.
+            case postgresql
         }
 
         public struct SQLite: Sendable, Hashable {
@@ -222,6 +224,9 @@ public struct ServerConfiguration: Sendable, Hashable {
 
         public var backend = Backend.sqlite
         public var sqlite = SQLite()
+        /// The PostgreSQL database, `postgres://user[:password]@host[:port]/database`; required
+        /// with the postgresql backend.
+        public var url: String?
         public init() {}
     }
 }

@@ -32,6 +32,9 @@ extension StanzaRouter {
     /// was batched before it.
     func route(_ deliveries: [HostedDelivery], fromService serviceDomain: String) {
         let batch = DeliveryBatch()
+        // A newcomer to a room gets every occupant's presence in a row: its session is looked
+        // up once for the run, not once per stanza.
+        var last: (to: JID, session: SessionHandle?)?
         for delivery in deliveries {
             let stanza = delivery.stanza
             let isGroupchat = stanza.name == "message" && stanza.type == "groupchat"
@@ -45,7 +48,14 @@ extension StanzaRouter {
             // A room's traffic from an occupant the user blocked just does not arrive (presence
             // is dropped by the policy itself, a groupchat message would be refused).
             guard policy.verdict(from: delivery.from, to: delivery.to, stanza: stanza) == .deliver else { continue }
-            if let session = sessions.session(delivery.to) {
+            let session: SessionHandle?
+            if let last, last.to == delivery.to {
+                session = last.session
+            } else {
+                session = sessions.session(delivery.to)
+                last = (delivery.to, session)
+            }
+            if let session {
                 session.deliver(stanza, in: batch)
             } else if isGroupchat, let reply = stanza.errorReply(StanzaError(.serviceUnavailable)),
                 let from = reply.from.flatMap({ try? JID($0) })

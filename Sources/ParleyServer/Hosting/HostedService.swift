@@ -40,8 +40,8 @@ extension HostedService {
 public struct HostedServiceOutlet: Sendable {
     let domain: String
     let router: StanzaRouter
-    /// The server's database (one file for everything), for the service's own tables.
-    public let storage: SQLiteStorage
+    /// The server's stores (one database for everything), for the service's own tables.
+    public let storage: any ServerStorage
 
     public func send(_ stanza: XMLElement) {
         router.route(stanza, fromService: domain)

@@ -42,7 +42,7 @@ public final class HostedServices: Sendable {
         all.map { XMLElement("item", ["jid": $0.domain, "name": $0.name]) }
     }
 
-    func start(router: StanzaRouter, storage: SQLiteStorage) async throws {
+    func start(router: StanzaRouter, storage: any ServerStorage) async throws {
         for (domain, service) in byDomain {
             try await service.start(HostedServiceOutlet(domain: domain, router: router, storage: storage))
         }

@@ -20,13 +20,16 @@ extension PresenceModule {
         // Subscription stanzas travel between bare JIDs (§3.1.2).
         var forwarded = XMLElement("presence", namespace: XMLNamespace.client, ["from": user.description, "to": contact.description, "type": request.rawValue])
         for child in stanza.elements { forwarded.append(child) }
-        guard let contactName = contact.localpart, try await accounts.account(username: contactName) != nil else {
+        do {
+            // The contact's roster transaction tells whether the account exists: no separate
+            // look-up for each of the four stanzas of a handshake.
+            try await receive(request, from: user, at: contact, stanza: forwarded)
+        } catch StorageError.accountNotFound(let name) where name == contact.localpart {
             // No such account here: a request is refused on its behalf, so the user's
             // pending state clears instead of waiting forever.
             if request == .subscribe { try await receive(.unsubscribed, from: contact, at: user, stanza: nil) }
             return
         }
-        try await receive(request, from: user, at: contact, stanza: forwarded)
         if request == .subscribed {
             events.publish(.presenceSubscriptionApproved(owner: user, subscriber: contact))
             // §3.1.5: the new subscriber gets the user's current presence.

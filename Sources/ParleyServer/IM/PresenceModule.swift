@@ -118,7 +118,14 @@ public final class PresenceModule: ServerModule {
         }
         if available { events.publish(.availablePresence(sender, presence: presence, initial: !wasAvailable)) }
         let user = sender.jid.bare
-        let items = await rosterItems(of: user)
+        // Initial presence also re-delivers unanswered requests: both read in one go.
+        let items: [RosterItem]
+        let pending: [PendingSubscription]
+        if available && !wasAvailable {
+            (items, pending) = await rosterAndPending(of: user)
+        } else {
+            (items, pending) = (await rosterItems(of: user), [])
+        }
         for item in items where item.subscription == .from || item.subscription == .both {
             guard let contact = try? JID(item.contact) else { continue }
             send(presence, from: sender.jid, toAccount: contact)
@@ -153,11 +160,9 @@ public final class PresenceModule: ServerModule {
                 sender.deliver(last)
             }
         }
-        if let pending = try? await rosters.pendingSubscriptions(of: user.localpart ?? "") {
-            for request in pending {
-                guard let stored = StoredStanza.parse(request.stanza) else { continue }
-                sender.deliver(stored)
-            }
+        for request in pending {
+            guard let stored = StoredStanza.parse(request.stanza) else { continue }
+            sender.deliver(stored)
         }
         if priority >= 0 { await afterInitialPresence(sender) }
     }
@@ -242,6 +247,16 @@ public final class PresenceModule: ServerModule {
             else { continue }
             last.to = recipient.jid.description
             recipient.deliver(last)
+        }
+    }
+
+    private func rosterAndPending(of user: JID) async -> ([RosterItem], [PendingSubscription]) {
+        guard let username = user.localpart else { return ([], []) }
+        do {
+            return try await rosters.rosterAndPendingSubscriptions(of: username)
+        } catch {
+            logger.error("cannot read roster", metadata: ["user": "\(username)", "error": "\(error)"])
+            return ([], [])
         }
     }
 

@@ -105,7 +105,9 @@ extension PEPService {
     }
 
     func sendLastItems(of owner: JID, to session: SessionHandle, nodes: Set<String>) async {
-        guard let username = owner.localpart else { return }
+        // A session interested in nothing (no caps +notify) costs no read of the owner's nodes:
+        // every subscription approval comes here.
+        guard let username = owner.localpart, !nodes.isEmpty else { return }
         do {
             let candidates = try await store.pepNodes(of: username).filter {
                 nodes.contains($0.name) && $0.configuration.sendLastPublishedItem == .onSubAndPresence

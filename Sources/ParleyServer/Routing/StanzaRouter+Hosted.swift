@@ -23,8 +23,9 @@ extension StanzaRouter {
         if stanza.name == "presence", let presence = modules.presenceHandler {
             return RouteResult(pending: presence(stanza, sender))
         }
+        let archived = recordOutgoingPrivateMessage(stanza, to: to, from: sender, service: service)
         service.receive(stanza, from: sender.jid)
-        return RouteResult()
+        return RouteResult(archived: archived)
     }
 
     /// A stanza a hosted service sends, with its `from` at `serviceDomain`.

@@ -49,7 +49,8 @@ struct C2SListener {
         try pipeline.addHandler(XMLStreamDecoder(limits: settings.parserLimits))
         try pipeline.addHandler(
             XMLStreamEncoder(fallbackOpening: StreamOpening(from: server.policy.domain.description)))
-        try pipeline.addHandler(C2SSessionHandler(server: server, remoteAddress: remote, directTLS: settings.directTLS))
+        try pipeline.addHandler(C2SSessionHandler(
+                server: server, remoteAddress: remote, transport: settings.directTLS ? .directTLS : .tcp))
     }
 }
 

@@ -18,4 +18,6 @@ final class ConnectionTracker: Sendable {
 
 /// Sent through every connection's pipeline when the server begins to shut down; the
 /// session answers with `<system-shutdown/>`.
-public struct ServerShutdownEvent: Sendable {}
+public struct ServerShutdownEvent: Sendable {
+    public init() {}
+}

@@ -21,7 +21,8 @@ public final class RunningServer: Sendable {
     public let certificateFingerprint: String?
     public let certificatePath: String
     public let context: ServerContext
-    public let storage: SQLiteStorage
+    /// The configured backend's stores: SQLite, or what the caller passed to `start`.
+    public let storage: any ServerStorage
     let offline: OfflineModule
     let archive: ArchiveModule
     /// The PEP service (XEP-0163), unless turned off.
@@ -41,7 +42,7 @@ public final class RunningServer: Sendable {
     private init(
         configuration: ServerConfiguration, c2sAddresses: [SocketAddress], directTLSAddresses: [SocketAddress],
         metricsAddress: SocketAddress?, certificateFingerprint: String?, certificatePath: String, context: ServerContext,
-        storage: SQLiteStorage, offline: OfflineModule, archive: ArchiveModule, pep: PEPService?, lastActivity: LastActivityModule,
+        storage: any ServerStorage, offline: OfflineModule, archive: ArchiveModule, pep: PEPService?, lastActivity: LastActivityModule,
         listeners: [any Channel], tracker: ConnectionTracker, background: [Task<Void, Never>],
         stopped: EventLoopPromise<Void>, logger: Logger
     ) {
@@ -67,7 +68,8 @@ public final class RunningServer: Sendable {
     public static func start(
         configuration: ServerConfiguration, logger: Logger,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
-        prometheus: PrometheusCollectorRegistry? = nil, hostedServices: [any HostedService] = []
+        prometheus: PrometheusCollectorRegistry? = nil, hostedServices: [any HostedService] = [],
+        storage configuredStorage: (any ServerStorage)? = nil
     ) async throws -> RunningServer {
         let domain = try JID(configuration.domain)
         try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
@@ -85,7 +87,9 @@ public final class RunningServer: Sendable {
         }
         let tls = try TLSContext(server: TLSServerConfiguration(certificateChain: .file(certificatePath), privateKey: .file(keyPath)))
 
-        let storage = try SQLiteStorage(path: configuration.sqlitePath, options: FaultInjection.storageOptions())
+        // Another backend (PostgreSQL) is opened by the caller, which imports it; SQLite is the default.
+        let storage: any ServerStorage =
+            try configuredStorage ?? SQLiteStorage(path: configuration.sqlitePath, options: FaultInjection.storageOptions())
 
         let sessions = SessionRegistry()
         let events = ServerEventBus()
@@ -222,6 +226,12 @@ public final class RunningServer: Sendable {
             certificateFingerprint: fingerprint, certificatePath: certificatePath, context: context, storage: storage, offline: offline, archive: archive,
             pep: pep, lastActivity: lastActivity, listeners: listeners, tracker: tracker, background: background,
             stopped: group.next().makePromise(of: Void.self), logger: logger)
+    }
+
+    /// Counts a client connection another listener accepted (the HTTP service's WebSocket
+    /// endpoint) among the server's, so shutdown tells it `<system-shutdown/>` too.
+    public func trackConnection(_ channel: any Channel) {
+        tracker.track(channel)
     }
 
     /// Stops accepting, tells every connection `<system-shutdown/>`, waits up to the grace

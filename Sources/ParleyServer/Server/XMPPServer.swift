@@ -17,15 +17,18 @@ public final class XMPPServer: Service {
     private let prometheus: PrometheusCollectorRegistry?
     private let onStart: @Sendable (RunningServer) -> Void
     private let hostedServices: [any HostedService]
+    private let storage: (any ServerStorage)?
 
     public init(
         configuration: ServerConfiguration, logger: Logger,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         prometheus: PrometheusCollectorRegistry? = nil,
         hostedServices: [any HostedService] = [],
+        storage: (any ServerStorage)? = nil,
         onStart: @escaping @Sendable (RunningServer) -> Void = { _ in }
     ) {
         self.hostedServices = hostedServices
+        self.storage = storage
         self.configuration = configuration
         self.logger = logger
         self.group = group
@@ -36,7 +39,7 @@ public final class XMPPServer: Service {
     public func run() async throws {
         let running = try await RunningServer.start(
             configuration: configuration, logger: logger, group: group, prometheus: prometheus,
-            hostedServices: hostedServices)
+            hostedServices: hostedServices, storage: storage)
         onStart(running)
         await withGracefulShutdownHandler {
             await running.waitUntilStopped()

@@ -61,7 +61,7 @@ extension C2SSessionHandler {
     func preAuthenticationFeatures() -> XMLElement {
         var features = XMLElement("features", namespace: XMLNamespace.streams)
         let policy = server.policy
-        let canStartTLS = !isSecure && policy.tlsAvailable && server.tls != nil
+        let canStartTLS = transport.offersStartTLS && !isSecure && policy.tlsAvailable && server.tls != nil
         if canStartTLS {
             var starttls = XMLElement("starttls", namespace: XMLNamespace.tls)
             if policy.tlsRequired { starttls.append(XMLElement("required")) }
@@ -114,7 +114,7 @@ extension C2SSessionHandler {
     }
 
     var mustStartTLSFirst: Bool {
-        !isSecure && server.policy.tlsRequired && server.tls != nil
+        transport.offersStartTLS && !isSecure && server.policy.tlsRequired && server.tls != nil
     }
 
     private func isRegistrationRequest(_ iq: XMLElement) -> Bool {
@@ -125,7 +125,7 @@ extension C2SSessionHandler {
     /// RFC 6120 §5.4.2.3: `<proceed/>` in the clear, then TLS from the very next byte, then
     /// a new stream; anything the client sent in the clear after `<starttls/>` is dropped.
     private func startTLS() {
-        guard let tls = server.tls, !isSecure, let context else {
+        guard transport.offersStartTLS, let tls = server.tls, !isSecure, let context else {
             send(XMLElement("failure", namespace: XMLNamespace.tls))
             return fail(StreamError(.policyViolation, text: "STARTTLS is not available on this stream."))
         }

@@ -31,7 +31,8 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     let server: ServerContext
     let remoteAddress: String
-    let directTLS: Bool
+    /// TCP, direct TLS or WebSocket: only what differs between them (`C2STransport`).
+    let transport: C2STransport
     /// Built when something is logged, not kept: a stored Logger with its metadata would
     /// cost every idle session a dictionary.
     var logger: Logger {
@@ -91,11 +92,11 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     var clientInactive = false
     var ackRequestTimer: Scheduled<Void>?
 
-    init(server: ServerContext, remoteAddress: String, directTLS: Bool) {
+    init(server: ServerContext, remoteAddress: String, transport: C2STransport) {
         self.server = server
         self.remoteAddress = remoteAddress
-        self.directTLS = directTLS
-        self.isSecure = directTLS
+        self.transport = transport
+        self.isSecure = transport.isSecure
         self.stanzaBucket = TokenBucket(rate: server.policy.stanzasPerSecond, burst: server.policy.stanzaBurst)
     }
 

@@ -29,7 +29,9 @@ struct HeldEvents {
         let event = events[head]
         head += 1
         if head == events.count {
-            events.removeAll(keepingCapacity: events.capacity <= 256)
+            // Not kept for the next wait: most sessions are idle most of the time, and an
+            // idle session's memory is what limits how many a server holds.
+            events = []
             head = 0
         }
         return event

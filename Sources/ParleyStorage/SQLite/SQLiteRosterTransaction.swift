@@ -22,13 +22,13 @@ final class SQLiteRosterTransaction: RosterTransaction {
 
     static func version(of accountID: Int64, in db: Database) throws -> Int64 {
         try Int64.fetchOne(
-            db, sql: "SELECT version FROM roster_versions WHERE account_id = ?", arguments: [accountID]) ?? 0
+            db.cachedStatement(sql: "SELECT version FROM roster_versions WHERE account_id = ?"), arguments: [accountID]) ?? 0
     }
 
     func item(_ contact: String) throws -> RosterItem? {
         try checkOpen()
         return try Row.fetchOne(
-            db, sql: "SELECT \(RosterItem.columns) FROM roster_items WHERE account_id = ? AND contact = ?",
+            db.cachedStatement(sql: "SELECT \(RosterItem.columns) FROM roster_items WHERE account_id = ? AND contact = ?"),
             arguments: [accountID, contact]
         ).map(RosterItem.init(row:))
     }
@@ -41,13 +41,13 @@ final class SQLiteRosterTransaction: RosterTransaction {
     func itemCount() throws -> Int {
         try checkOpen()
         return try Int.fetchOne(
-            db, sql: "SELECT COUNT(*) FROM roster_items WHERE account_id = ?", arguments: [accountID]) ?? 0
+            db.cachedStatement(sql: "SELECT COUNT(*) FROM roster_items WHERE account_id = ?"), arguments: [accountID]) ?? 0
     }
 
     func setItem(_ item: RosterItem) throws {
         try checkOpen()
         let version = bump()
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO roster_items
                     (account_id, contact, name, groups, subscription, ask_subscribe, approved, version)
@@ -56,14 +56,14 @@ final class SQLiteRosterTransaction: RosterTransaction {
                     name = excluded.name, groups = excluded.groups, subscription = excluded.subscription,
                     ask_subscribe = excluded.ask_subscribe, approved = excluded.approved,
                     version = excluded.version
-                """,
+                """
+        ).execute(
             arguments: [
                 accountID, item.contact, item.name, try RosterItem.encode(groups: item.groups),
                 item.subscription.rawValue, item.askSubscribe, item.approved, version,
             ])
-        try db.execute(
-            sql: "DELETE FROM roster_tombstones WHERE account_id = ? AND contact = ?",
-            arguments: [accountID, item.contact])
+        try db.cachedStatement(sql: "DELETE FROM roster_tombstones WHERE account_id = ? AND contact = ?")
+            .execute(arguments: [accountID, item.contact])
     }
 
     func removeItem(_ contact: String) throws {
@@ -83,8 +83,8 @@ final class SQLiteRosterTransaction: RosterTransaction {
     func pending(_ contact: String) throws -> PendingSubscription? {
         try checkOpen()
         return try Row.fetchOne(
-            db,
-            sql: "SELECT contact, stanza, received_at FROM roster_pending WHERE account_id = ? AND contact = ?",
+            db.cachedStatement(
+                sql: "SELECT contact, stanza, received_at FROM roster_pending WHERE account_id = ? AND contact = ?"),
             arguments: [accountID, contact]
         ).map(PendingSubscription.init(row:))
     }
@@ -97,18 +97,18 @@ final class SQLiteRosterTransaction: RosterTransaction {
     func setPending(_ pending: PendingSubscription) throws {
         try checkOpen()
         // REPLACE deletes the earlier row and inserts a new one with a new id.
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT OR REPLACE INTO roster_pending (account_id, contact, stanza, received_at)
                 VALUES (?, ?, ?, ?)
-                """,
-            arguments: [accountID, pending.contact, pending.stanza, pending.receivedAt])
+                """
+        ).execute(arguments: [accountID, pending.contact, pending.stanza, pending.receivedAt])
     }
 
     func removePending(_ contact: String) throws {
         try checkOpen()
-        try db.execute(
-            sql: "DELETE FROM roster_pending WHERE account_id = ? AND contact = ?", arguments: [accountID, contact])
+        try db.cachedStatement(sql: "DELETE FROM roster_pending WHERE account_id = ? AND contact = ?")
+            .execute(arguments: [accountID, contact])
     }
 
     /// Records the new version and prunes tombstones beyond `tombstoneLimit`; closes the
@@ -117,12 +117,12 @@ final class SQLiteRosterTransaction: RosterTransaction {
         try checkOpen()
         isOpen = false
         guard let newVersion else { return }
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO roster_versions (account_id, version) VALUES (?, ?)
                 ON CONFLICT (account_id) DO UPDATE SET version = excluded.version
-                """,
-            arguments: [accountID, newVersion])
+                """
+        ).execute(arguments: [accountID, newVersion])
         guard removedAny else { return }
         // Versions up to the newest tombstone beyond the limit lose theirs; deltas from before
         // it are answered with nil from then on.

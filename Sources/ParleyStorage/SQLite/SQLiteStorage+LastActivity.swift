@@ -16,14 +16,15 @@ extension SQLiteStorage: LastActivityStore {
     }
 
     public func setLastActivity(_ activity: LastActivity, for user: String) async throws {
-        try await pool.write { db in
+        // Every logout writes here: under load, logouts share commits.
+        try await groupedWrites.write { db in
             let accountID = try Self.existingAccountID(of: user, in: db)
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO last_activity (account_id, logged_out_at, status) VALUES (?, ?, ?)
                     ON CONFLICT (account_id) DO UPDATE SET logged_out_at = excluded.logged_out_at, status = excluded.status
-                    """,
-                arguments: [accountID, Self.milliseconds(activity.loggedOutAt), activity.status])
+                    """
+            ).execute(arguments: [accountID, Self.milliseconds(activity.loggedOutAt), activity.status])
         }
     }
 }

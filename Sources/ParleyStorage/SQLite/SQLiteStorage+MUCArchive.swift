@@ -61,8 +61,6 @@ extension SQLiteStorage: MUCArchiveStore {
                 filter += " AND muc_archive.archived_at <= ?"
                 arguments += [Self.milliseconds(end)]
             }
-            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM muc_archive WHERE \(filter)", arguments: arguments) ?? 0
-
             func position(of stanzaID: String) throws -> Int64 {
                 guard
                     let position = try Int64.fetchOne(
@@ -71,6 +69,19 @@ extension SQLiteStorage: MUCArchiveStore {
                 else { throw StorageError.itemNotFound("room archive id '\(stanzaID)'") }
                 return position
             }
+            if let afterID = query.afterID {
+                filter += " AND muc_archive.id > ?"
+                arguments += [try position(of: afterID)]
+            }
+            if let beforeID = query.beforeID {
+                filter += " AND muc_archive.id < ?"
+                arguments += [try position(of: beforeID)]
+            }
+            if let ids = query.ids {
+                filter += " AND muc_archive.stanza_id IN (\(ids.isEmpty ? "NULL" : Array(repeating: "?", count: ids.count).joined(separator: ", ")))"
+                arguments += StatementArguments(ids)
+            }
+            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM muc_archive WHERE \(filter)", arguments: arguments) ?? 0
             var paged = filter
             if let after = query.after {
                 paged += " AND muc_archive.id > ?"

@@ -8,7 +8,8 @@ extension SQLiteStorage: RosterStore {
         let tombstoneLimit = options.rosterTombstoneLimit
         // Reported even if the body threw: a reader's copy is only ever dropped too often.
         defer { rosterObservers.changed(user) }
-        return try await pool.write { db in
+        // Concurrent changes share a transaction, each in a savepoint of its own.
+        return try await groupedWrites.write { db in
             let accountID = try Self.existingAccountID(of: user, in: db)
             let transaction = try SQLiteRosterTransaction(db: db, accountID: accountID)
             var handle: any RosterTransaction = transaction
@@ -17,7 +18,7 @@ extension SQLiteStorage: RosterStore {
                 result = try body(&handle)
             } catch {
                 transaction.abandon()
-                throw error  // GRDB rolls the transaction back
+                throw error  // its savepoint (or the transaction) is rolled back
             }
             try transaction.finish(tombstoneLimit: tombstoneLimit)
             return result
@@ -67,6 +68,14 @@ extension SQLiteStorage: RosterStore {
         try await pool.read { db in
             guard let accountID = try Self.accountID(of: user, in: db) else { return [] }
             return try PendingSubscription.all(of: accountID, in: db)
+        }
+    }
+
+    public func rosterAndPendingSubscriptions(of user: String) async throws -> (items: [RosterItem], pending: [PendingSubscription]) {
+        // One trip to a reader for the two reads of every login.
+        try await pool.read { db in
+            guard let accountID = try Self.accountID(of: user, in: db) else { return ([], []) }
+            return (try RosterItem.all(of: accountID, in: db), try PendingSubscription.all(of: accountID, in: db))
         }
     }
 

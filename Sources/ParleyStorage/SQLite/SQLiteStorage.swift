@@ -17,7 +17,8 @@ public final class SQLiteStorage: Sendable {
         /// Removed roster items remembered per user for roster deltas (XEP-0237); a client
         /// whose version is older than the oldest one kept gets the full roster.
         public var rosterTombstoneLimit: Int
-        /// The most offline-message operations (or archive batches) committed in one transaction.
+        /// The most offline-message operations (or archive batches), and the most roster
+        /// changes and logouts, committed in one SQLite transaction.
         public var offlineBatchLimit: Int
         /// Fault injection for tests: called inside every archive transaction once its rows
         /// are written, just before it commits. Nil in normal operation.
@@ -41,6 +42,8 @@ public final class SQLiteStorage: Sendable {
     let pool: DatabasePool
     let offlineWriter: OfflineGroupCommit
     let rosterObservers = RosterChangeObservers()
+    /// Roster changes and logouts: small transactions that share commits under load.
+    let groupedWrites: GroupedWrites
 
     /// Opens the database at `path`, creating it and its directory if needed, and brings its
     /// schema up to date.
@@ -85,6 +88,7 @@ public final class SQLiteStorage: Sendable {
         }
         try migrator.migrate(pool)
         offlineWriter = OfflineGroupCommit(pool: pool, options: options)
+        groupedWrites = GroupedWrites(pool: pool, batchLimit: options.offlineBatchLimit)
     }
 
     /// An exclusive `flock` on the database's directory. Not on the database file itself:

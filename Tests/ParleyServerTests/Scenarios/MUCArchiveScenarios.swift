@@ -113,12 +113,12 @@ import Testing
 
             let badDate = try await carol.queryRoomArchive("team", fields: "<field var='start'><value>yesterday</value></field>", queryID: "d")
             #expect(badDate.iq.stanzaErrorCondition == .badRequest)
-            let badField = try await carol.queryRoomArchive("team", fields: "<field var='ids'><value>x</value></field>", queryID: "f")
+            let badField = try await carol.queryRoomArchive("team", fields: "<field var='color'><value>x</value></field>", queryID: "f")
             #expect(badField.iq.stanzaErrorCondition == .badRequest)
             let fields = try await carol.query("<iq type='get' id='qf' to='\(Self.room)'><query xmlns='\(MUC.mam)'/></iq>", id: "qf")
             let names = fields.firstChild("query", namespace: MUC.mam)?.firstChild("x", namespace: XMLNamespace.dataForms)?
                 .children("field", namespace: XMLNamespace.dataForms).compactMap { $0[attribute: "var"] }
-            #expect(names == ["FORM_TYPE", "with", "start", "end"], "\(fields.xmlString())")
+            #expect(names == ["FORM_TYPE", "with", "start", "end", "before-id", "after-id", "ids"], "\(fields.xmlString())")
         }
     }
 

@@ -9,9 +9,9 @@ final class DatabaseWriteLock: Sendable {
     private let gate = DispatchSemaphore(value: 0)
     private let holding: Task<Void, Never>
 
-    static func hold(_ storage: SQLiteStorage) async -> DatabaseWriteLock {
+    static func hold(_ storage: any ServerStorage) async -> DatabaseWriteLock {
         let taken = AsyncStream<Void>.makeStream()
-        let lock = DatabaseWriteLock(storage, taken: taken.continuation)
+        let lock = DatabaseWriteLock(storage as! SQLiteStorage, taken: taken.continuation)
         for await _ in taken.stream { break }
         return lock
     }

@@ -27,7 +27,7 @@ final class TestClient: Sendable {
     /// The last stream header received, to validate the features that follow it with it.
     private let lastHeader = Mutex<XMLStreamHeader?>(nil)
 
-    private init(channel: any Channel, events: ServerEventQueue, fingerprint: String) {
+    init(channel: any Channel, events: ServerEventQueue, fingerprint: String) {
         self.channel = channel
         self.events = events
         self.fingerprint = fingerprint

@@ -23,14 +23,19 @@ final class TestServer: Sendable {
     private let logger: Logger
     /// Hosted services the server was started with (kept across restarts).
     let hostedServices: [any HostedService]
+    /// The stores it was started with, when not its own SQLite file (kept across restarts).
+    let storage: (any ServerStorage)?
 
     var c2sPort: Int { running.c2sPort }
     var directTLSPort: Int { running.directTLSPort }
     var fingerprint: String { running.certificateFingerprint ?? "" }
     var configuration: ServerConfiguration { running.configuration }
 
-    private init(running: RunningServer, directory: String, logger: Logger, hostedServices: [any HostedService]) {
+    private init(
+        running: RunningServer, directory: String, logger: Logger, hostedServices: [any HostedService], storage: (any ServerStorage)?
+    ) {
         self.hostedServices = hostedServices
+        self.storage = storage
         self.current = Mutex(running)
         self.directory = directory
         self.logger = logger
@@ -55,15 +60,16 @@ final class TestServer: Sendable {
 
     static func start(
         accounts: [String: String] = defaultAccounts, hostedServices: [any HostedService] = [],
-        _ configure: (inout ServerConfiguration) -> Void = { _ in }
+        storage: (any ServerStorage)? = nil, _ configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> TestServer {
         let directory = NSTemporaryDirectory() + "parley-scenario-" + UUID().uuidString
         var configuration = baseConfiguration(directory: directory)
         configure(&configuration)
         var logger = Logger(label: "parley.scenario")
         logger.logLevel = ProcessInfo.processInfo.environment["PARLEY_TEST_LOG"] != nil ? .debug : .critical
-        let running = try await RunningServer.start(configuration: configuration, logger: logger, hostedServices: hostedServices)
-        let server = TestServer(running: running, directory: directory, logger: logger, hostedServices: hostedServices)
+        let running = try await RunningServer.start(
+            configuration: configuration, logger: logger, hostedServices: hostedServices, storage: storage)
+        let server = TestServer(running: running, directory: directory, logger: logger, hostedServices: hostedServices, storage: storage)
         for (username, password) in accounts {
             try await server.createAccount(username, password: password)
         }
@@ -85,14 +91,14 @@ final class TestServer: Sendable {
         configuration.c2s.directTLSPort = old.directTLSPort
         let new: RunningServer
         do {
-            new = try await RunningServer.start(configuration: configuration, logger: logger, hostedServices: hostedServices)
+            new = try await RunningServer.start(configuration: configuration, logger: logger, hostedServices: hostedServices, storage: storage)
         } catch let error as IOError where error.errnoCode == EADDRINUSE {
             // The old ports were ephemeral ones: while the server was down, another test's
             // outgoing connection may have taken one as its source port. The data directory,
             // not the port, is what a restart must keep.
             configuration.c2s.port = 0
             configuration.c2s.directTLSPort = old.directTLSPort == 0 ? 0 : ServerConfiguration.C2S.anyFreePort
-            new = try await RunningServer.start(configuration: configuration, logger: logger, hostedServices: hostedServices)
+            new = try await RunningServer.start(configuration: configuration, logger: logger, hostedServices: hostedServices, storage: storage)
         }
         current.withLock { $0 = new }
     }
@@ -106,10 +112,10 @@ final class TestServer: Sendable {
     /// Starts a server, runs `body`, and always stops it.
     static func with<T>(
         accounts: [String: String] = defaultAccounts, hostedServices: [any HostedService] = [],
-        _ configure: (inout ServerConfiguration) -> Void = { _ in },
+        storage: (any ServerStorage)? = nil, _ configure: (inout ServerConfiguration) -> Void = { _ in },
         _ body: (TestServer) async throws -> T
     ) async throws -> T {
-        let server = try await start(accounts: accounts, hostedServices: hostedServices, configure)
+        let server = try await start(accounts: accounts, hostedServices: hostedServices, storage: storage, configure)
         do {
             let result = try await body(server)
             await server.stop()

@@ -6,15 +6,15 @@ import Testing
 
 /// The PEP store (XEP-0163): nodes with their configuration, items in publication order,
 /// trimming to max_items, and everything gone with the account.
-@Suite struct SQLitePEPStoreTests {
+@Suite struct PEPStoreTests {
     static func item(_ id: String, _ text: String = "x") -> PEPItem {
         PEPItem(id: id, payload: "<nick xmlns='http://jabber.org/protocol/nick'>\(text)</nick>", publisher: "juliet@example.com")
     }
 
-    @Test func nodesAreCreatedOnceAndKeepTheirConfiguration() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func nodesAreCreatedOnceAndKeepTheirConfiguration(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         var configuration = PEPNodeConfiguration()
         configuration.accessModel = .whitelist
         configuration.maxItems = nil
@@ -30,10 +30,10 @@ import Testing
         #expect(try await storage.pepNode("urn:xmpp:bookmarks:1", of: "romeo") == nil)
     }
 
-    @Test func theNodeCountIsLimited() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func theNodeCountIsLimited(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         #expect(try await storage.createPEPNode("a", of: "juliet", configuration: PEPNodeConfiguration(), maxNodes: 2))
         #expect(try await storage.createPEPNode("b", of: "juliet", configuration: PEPNodeConfiguration(), maxNodes: 2))
         await #expect(throws: StorageError.quotaExceeded(limit: 2)) {
@@ -45,10 +45,10 @@ import Testing
         }
     }
 
-    @Test func itemsAreKeptInOrderAndTrimmedOldestFirst() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func itemsAreKeptInOrderAndTrimmedOldestFirst(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         _ = try await storage.createPEPNode("n", of: "juliet", configuration: PEPNodeConfiguration(), maxNodes: 10)
         #expect(try await storage.publishPEPItem(Self.item("1"), node: "n", of: "juliet", keepItems: 3).isEmpty)
         #expect(try await storage.publishPEPItem(Self.item("2"), node: "n", of: "juliet", keepItems: 3).isEmpty)
@@ -76,10 +76,10 @@ import Testing
         }
     }
 
-    @Test func retractPurgeAndDelete() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func retractPurgeAndDelete(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         _ = try await storage.createPEPNode("n", of: "juliet", configuration: PEPNodeConfiguration(), maxNodes: 10)
         _ = try await storage.publishPEPItem(Self.item("1"), node: "n", of: "juliet", keepItems: 10)
         _ = try await storage.publishPEPItem(Self.item("2"), node: "n", of: "juliet", keepItems: 10)
@@ -93,29 +93,27 @@ import Testing
         #expect(try await storage.deletePEPNode("n", of: "juliet"))
         #expect(try await !storage.deletePEPNode("n", of: "juliet"))
         #expect(try await storage.pepNode("n", of: "juliet") == nil)
-        let items = try await storage.pool.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM pep_items") }
+        let items = try await fixture.rowCount("pep_items")
         #expect(items == 0, "a node's items go with it")
     }
 
-    @Test func itemsSurviveReopeningAndGoWithTheAccount() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
+    @Test(arguments: Backend.allCases) func itemsSurviveReopeningAndGoWithTheAccount(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
         do {
-            let storage = try await SQLiteStorage.withAccounts(in: directory)
+            let storage = fixture.storage
             _ = try await storage.createPEPNode("n", of: "juliet", configuration: PEPNodeConfiguration(), maxNodes: 10)
             _ = try await storage.publishPEPItem(Self.item("1"), node: "n", of: "juliet", keepItems: 10)
             _ = try await storage.createPEPNode("n", of: "romeo", configuration: PEPNodeConfiguration(), maxNodes: 10)
             _ = try await storage.publishPEPItem(Self.item("r"), node: "n", of: "romeo", keepItems: 10)
         }
-        let storage = try SQLiteStorage(path: directory.file("parley.sqlite"))
+        let storage = try await fixture.reopen()
         #expect(try await storage.pepItems(node: "n", of: "juliet", ids: nil, newest: nil).map(\.id) == ["1"])
 
         #expect(try await storage.deleteAccount(username: "juliet", origin: .admin))
-        let counts = try await storage.pool.read { db in
-            (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM pep_nodes"), try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM pep_items"))
-        }
+        let counts = (try await fixture.rowCount("pep_nodes"), try await fixture.rowCount("pep_items"))
         #expect(counts.0 == 1 && counts.1 == 1, "only romeo's node and item are left")
-        try await storage.createAccount(username: "juliet", keys: [SQLiteAccountStoreTests.keys("SHA-256", seed: 2)])
+        try await storage.createAccount(username: "juliet", keys: [StorageFixture.keys("SHA-256", seed: 2)])
         #expect(try await storage.pepNodes(of: "juliet").isEmpty, "a new account of the same name starts empty")
     }
 

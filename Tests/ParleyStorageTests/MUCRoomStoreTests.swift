@@ -5,7 +5,7 @@ import Testing
 
 /// Persistent MUC rooms (v10_muc): saved whole, kept across a reopen of the file, replaced
 /// on save, deleted with their affiliations; a local account's affiliations go with it.
-@Suite struct SQLiteMUCRoomStoreTests {
+@Suite struct MUCRoomStoreTests {
     static func room(subject: String? = "Plans", affiliations: [StoredMUCRoom.Affiliation]) -> StoredMUCRoom {
         StoredMUCRoom(
             service: "conference.example.com", name: "balcony", title: "The balcony", description: "", isPublic: true,
@@ -13,10 +13,10 @@ import Testing
             occupantIDKey: [1, 2, 3], affiliations: affiliations)
     }
 
-    @Test func roomsAreSavedReplacedReopenedAndDeleted() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func roomsAreSavedReplacedReopenedAndDeleted(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         let owner = StoredMUCRoom.Affiliation(jid: "juliet@example.com", username: nil, affiliation: "owner")
         let remote = StoredMUCRoom.Affiliation(jid: "nurse@elsewhere.example", username: nil, affiliation: "member")
         try await storage.saveMUCRoom(Self.room(affiliations: [owner, remote]))
@@ -25,16 +25,16 @@ import Testing
 
         let changed = Self.room(subject: nil, affiliations: [owner])
         try await storage.saveMUCRoom(changed)
-        let reopened = try SQLiteStorage(path: directory.file("parley.sqlite"))
+        let reopened = try await fixture.reopen()
         #expect(try await reopened.mucRooms(of: "conference.example.com") == [changed])
         try await reopened.deleteMUCRoom(service: "conference.example.com", name: "balcony")
         #expect(try await reopened.mucRooms(of: "conference.example.com").isEmpty)
     }
 
-    @Test func aLocalAccountsAffiliationsGoWithTheAccount() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func aLocalAccountsAffiliationsGoWithTheAccount(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         let juliet = StoredMUCRoom.Affiliation(jid: "juliet@example.com", username: "juliet", affiliation: "owner")
         let romeo = StoredMUCRoom.Affiliation(jid: "romeo@example.com", username: "romeo", affiliation: "member")
         let ghost = StoredMUCRoom.Affiliation(jid: "tybalt@example.com", username: "tybalt", affiliation: "outcast")

@@ -5,15 +5,15 @@ import Testing
 
 /// XEP-0363 upload metadata (migration v11_uploads): slot states, usage for quotas, and rows
 /// going with their account.
-@Suite struct SQLiteUploadStoreTests {
+@Suite struct UploadStoreTests {
     static func record(_ id: String, owner: String = "juliet", size: Int64 = 10, at date: Date = Date()) -> UploadRecord {
         UploadRecord(id: id, owner: owner, filename: "\(id).png", size: size, contentType: "image/png", createdAt: date)
     }
 
-    @Test func slotsMoveThroughTheirStatesOnce() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func slotsMoveThroughTheirStatesOnce(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         let inserted = try await storage.insertUpload(Self.record("a"))
         #expect(inserted.accountID > 0)
         #expect(try await storage.upload(id: "a")?.state == .pending)
@@ -32,10 +32,10 @@ import Testing
 
     /// A PUT records its upload with the checks that make the slot single use and keep the
     /// quotas, in one transaction.
-    @Test func aClaimIsSingleUseAndKeepsTheQuotas() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func aClaimIsSingleUseAndKeepsTheQuotas(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         let hourAgo = Date().addingTimeInterval(-3600)
         let claimed = try await storage.claimUpload(Self.record("a", size: 600, at: hourAgo), dailyQuota: 1000, totalQuota: 1500)
         guard case .claimed(let record) = claimed else { Issue.record("not claimed: \(claimed)"); return }
@@ -60,10 +60,10 @@ import Testing
         }
     }
 
-    @Test func usageCountsRecentSlotsAndStoredBytes() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func usageCountsRecentSlotsAndStoredBytes(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         let old = Date().addingTimeInterval(-2 * 86_400)
         _ = try await storage.insertUpload(Self.record("old", size: 100, at: old))
         _ = try await storage.transitionUpload(id: "old", from: .pending, to: .stored)
@@ -77,10 +77,10 @@ import Testing
         #expect(try await storage.uploads(of: "juliet").map(\.id) == ["new"])
     }
 
-    @Test func uploadsGoWithTheirAccount() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func uploadsGoWithTheirAccount(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         _ = try await storage.insertUpload(Self.record("a"))
         _ = try await storage.insertUpload(Self.record("b", owner: "romeo"))
         #expect(try await storage.deleteAccount(username: "juliet", origin: .admin))

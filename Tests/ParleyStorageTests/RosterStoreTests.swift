@@ -2,13 +2,13 @@ import Foundation
 import ParleyStorage
 import Testing
 
-@Suite struct SQLiteRosterStoreTests {
+@Suite struct RosterStoreTests {
     struct Refused: Error {}
 
-    @Test func itemsRoundTripAndEachTransactionBumpsTheVersionOnce() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func itemsRoundTripAndEachTransactionBumpsTheVersionOnce(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         #expect(try await storage.roster(of: "juliet") == ([], 0))
 
         let romeo = RosterItem(
@@ -54,10 +54,10 @@ import Testing
         #expect(try await storage.roster(of: "romeo") == ([], 0))
     }
 
-    @Test func aThrowRollsBackEverything() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func aThrowRollsBackEverything(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         try await storage.modifyRoster(of: "juliet") { roster in
             try roster.setItem(RosterItem(contact: "romeo@example.net", subscription: .both))
         }
@@ -77,10 +77,10 @@ import Testing
         #expect(try await storage.rosterChanges(of: "juliet", since: 1) == [])
     }
 
-    @Test func unknownUsers() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func unknownUsers(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
 
         await #expect(throws: StorageError.accountNotFound(username: "mercutio")) {
             try await storage.modifyRoster(of: "mercutio") { _ in }
@@ -90,10 +90,10 @@ import Testing
         #expect(try await storage.pendingSubscriptions(of: "mercutio").isEmpty)
     }
 
-    @Test func deltasReportChangesAndRemovalsOldestFirst() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func deltasReportChangesAndRemovalsOldestFirst(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         let (a, b, c) = ("a@example.net", "b@example.net", "c@example.net")
         try await storage.modifyRoster(of: "juliet") { roster in  // v1
             try roster.setItem(RosterItem(contact: a))
@@ -128,10 +128,10 @@ import Testing
             ])
     }
 
-    @Test func versionsOlderThanThePrunedTombstonesAreNotAnswered() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory, options: .init(rosterTombstoneLimit: 2))
+    @Test(arguments: Backend.allCases) func versionsOlderThanThePrunedTombstonesAreNotAnswered(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend, options: .init(rosterTombstoneLimit: 2))
+        defer { fixture.remove() }
+        let storage = fixture.storage
         let contacts = (1...5).map { "c\($0)@example.net" }
         try await storage.modifyRoster(of: "juliet") { roster in  // v1
             for contact in contacts { try roster.setItem(RosterItem(contact: contact)) }
@@ -151,10 +151,10 @@ import Testing
         #expect(try await storage.roster(of: "juliet").items.map(\.contact) == Array(contacts.suffix(2)))
     }
 
-    @Test func pendingRequestsReplacePerContactOldestFirst() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func pendingRequestsReplacePerContactOldestFirst(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         let start = Date(timeIntervalSince1970: 1_700_000_000)
         @Sendable func request(_ contact: String, _ seconds: TimeInterval, _ id: String) -> PendingSubscription {
             PendingSubscription(
@@ -185,10 +185,10 @@ import Testing
         #expect(try await storage.roster(of: "juliet") == ([], 0), "requests are kept without roster items")
     }
 
-    @Test func rosterOwnersNamingAContact() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(["juliet", "romeo", "nurse"], in: directory)
+    @Test(arguments: Backend.allCases) func rosterOwnersNamingAContact(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend, users: ["juliet", "romeo", "nurse"])
+        defer { fixture.remove() }
+        let storage = fixture.storage
         try await storage.modifyRoster(of: "romeo") { roster in
             try roster.setItem(RosterItem(contact: "juliet@example.com", subscription: .both))
         }

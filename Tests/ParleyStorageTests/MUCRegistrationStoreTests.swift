@@ -5,17 +5,17 @@ import Testing
 
 /// v14_muc_registration: a reserved nickname is kept with its affiliation and goes with the
 /// account; whether a room is moderated is kept with the room.
-@Suite struct SQLiteMUCRegistrationStoreTests {
-    @Test func reservedNicknamesAndModerationAreKeptAndGoWithTheAccount() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+@Suite struct MUCRegistrationStoreTests {
+    @Test(arguments: Backend.allCases) func reservedNicknamesAndModerationAreKeptAndGoWithTheAccount(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         let juliet = StoredMUCRoom.Affiliation(jid: "juliet@example.com", username: "juliet", affiliation: "owner")
         let romeo = StoredMUCRoom.Affiliation(jid: "romeo@example.com", username: "romeo", affiliation: "member", nick: "Romeo")
-        var room = SQLiteMUCRoomStoreTests.room(affiliations: [juliet, romeo])
+        var room = MUCRoomStoreTests.room(affiliations: [juliet, romeo])
         room.moderated = true
         try await storage.saveMUCRoom(room)
-        let reopened = try SQLiteStorage(path: directory.file("parley.sqlite"))
+        let reopened = try await fixture.reopen()
         let loaded = try await reopened.mucRooms(of: "conference.example.com")
         var expected = room
         // Usernames only tie rows to accounts when written; they are not read back.
@@ -28,14 +28,14 @@ import Testing
         #expect(after.first?.affiliations.compactMap(\.nick) == [], "the reservation went with the account")
     }
 
-    @Test func oneNicknameHasOneHolderPerRoom() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func oneNicknameHasOneHolderPerRoom(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         let romeo = StoredMUCRoom.Affiliation(jid: "romeo@example.com", username: nil, affiliation: "member", nick: "R")
         let other = StoredMUCRoom.Affiliation(jid: "other@example.org", username: nil, affiliation: "member", nick: "R")
         await #expect(throws: (any Error).self) {
-            try await storage.saveMUCRoom(SQLiteMUCRoomStoreTests.room(affiliations: [romeo, other]))
+            try await storage.saveMUCRoom(MUCRoomStoreTests.room(affiliations: [romeo, other]))
         }
     }
 }

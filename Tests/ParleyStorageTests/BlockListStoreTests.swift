@@ -2,11 +2,11 @@ import Foundation
 import ParleyStorage
 import Testing
 
-@Suite struct SQLiteBlockListStoreTests {
-    @Test func blockUnblockAndUnblockAll() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+@Suite struct BlockListStoreTests {
+    @Test(arguments: Backend.allCases) func blockUnblockAndUnblockAll(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         #expect(try await storage.blockList(of: "juliet").isEmpty)
 
         try await storage.block(user: "juliet", jids: ["tybalt@example.net", "example.org", "paris@example.net/court"])
@@ -30,10 +30,10 @@ import Testing
         #expect(try await storage.blockList(of: "romeo") == ["tybalt@example.net"], "only juliet's list was cleared")
     }
 
-    @Test func unknownUsers() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func unknownUsers(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         await #expect(throws: StorageError.accountNotFound(username: "mercutio")) {
             try await storage.block(user: "mercutio", jids: ["tybalt@example.net"])
         }

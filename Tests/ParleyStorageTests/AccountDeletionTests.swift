@@ -6,23 +6,21 @@ import Testing
 
 /// Deleting an account removes everything it owns; rows naming it as a contact in other users'
 /// rosters stay (RFC 6121: they are those users' data).
-@Suite struct SQLiteAccountDeletionTests {
+@Suite struct AccountDeletionTests {
     static let ownedTables = ["roster_versions", "roster_items", "roster_tombstones", "roster_pending", "offline_messages", "blocked_jids"]
 
-    static func rowCounts(_ storage: SQLiteStorage) async throws -> [String: Int] {
-        try await storage.pool.read { db in
-            var counts: [String: Int] = [:]
-            for table in ownedTables {
-                counts[table] = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)")
-            }
-            return counts
+    static func rowCounts(_ fixture: StorageFixture) async throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for table in ownedTables {
+            counts[table] = try await fixture.rowCount(table)
         }
+        return counts
     }
 
-    @Test func deletingAnAccountRemovesWhatItOwns() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func deletingAnAccountRemovesWhatItOwns(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         try await storage.modifyRoster(of: "juliet") { roster in
             try roster.setItem(RosterItem(contact: "romeo@example.com", subscription: .both))
             try roster.setItem(RosterItem(contact: "tybalt@example.com"))
@@ -37,21 +35,21 @@ import Testing
             try roster.setItem(RosterItem(contact: "juliet@example.com", subscription: .both))
         }
         #expect(
-            try await Self.rowCounts(storage) == [
+            try await Self.rowCounts(fixture) == [
                 "roster_versions": 2, "roster_items": 2, "roster_tombstones": 1, "roster_pending": 1,
                 "offline_messages": 1, "blocked_jids": 1,
             ])
 
         #expect(try await storage.deleteAccount(username: "juliet", origin: .admin))
         #expect(
-            try await Self.rowCounts(storage) == [
+            try await Self.rowCounts(fixture) == [
                 "roster_versions": 1, "roster_items": 1, "roster_tombstones": 0, "roster_pending": 0,
                 "offline_messages": 0, "blocked_jids": 0,
             ])
         #expect(try await storage.roster(of: "romeo").items.map(\.contact) == ["juliet@example.com"])
 
         // A new account of the same name starts empty.
-        try await storage.createAccount(username: "juliet", keys: [SQLiteAccountStoreTests.keys("SHA-256", seed: 2)])
+        try await storage.createAccount(username: "juliet", keys: [StorageFixture.keys("SHA-256", seed: 2)])
         #expect(try await storage.roster(of: "juliet") == ([], 0))
         #expect(try await storage.rosterChanges(of: "juliet", since: 2) == nil)
         #expect(try await storage.offlineCount(for: "juliet") == 0)

@@ -6,7 +6,7 @@ import Testing
 /// Rooms' archives (v12_muc_archive) and room vCards (v13_muc_vcard): kept per room in order,
 /// cut to a size, expired, gone with their room; a sender's real JID goes with its account,
 /// its messages stay with the room.
-@Suite struct SQLiteMUCArchiveStoreTests {
+@Suite struct MUCArchiveStoreTests {
     static let service = "conference.example.com"
 
     static func entry(_ room: String, _ id: String, nick: String = "Juliet", username: String? = "juliet", at date: Date = Date())
@@ -18,10 +18,10 @@ import Testing
             stanza: "<message xmlns='jabber:client' type='groupchat'><body>\(id)</body></message>", archivedAt: date)
     }
 
-    @Test func pagesAreInOrderAndEachRoomIsCutToItsSize() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func pagesAreInOrderAndEachRoomIsCutToItsSize(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         try await storage.appendMUCArchive((1...5).map { Self.entry("balcony", "b\($0)") } + [Self.entry("garden", "g1")], maxPerRoom: 3)
         let all = try await storage.queryMUCArchive(service: Self.service, room: "balcony", MUCArchiveQuery(max: 10))
         #expect(all.messages.map(\.stanzaID) == ["b3", "b4", "b5"] && all.count == 3 && all.complete)
@@ -43,10 +43,10 @@ import Testing
         #expect(tails.mapValues { $0.map(\.stanzaID) } == ["balcony": ["b4", "b5"], "garden": ["g1"]])
     }
 
-    @Test func aDeletedAccountLeavesItsMessagesWithoutItsJIDAndExpiredMessagesGo() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func aDeletedAccountLeavesItsMessagesWithoutItsJIDAndExpiredMessagesGo(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         let old = Date(timeIntervalSinceNow: -86_400 * 10)
         try await storage.appendMUCArchive(
             [Self.entry("balcony", "old", at: old), Self.entry("balcony", "r1", nick: "Romeo", username: "romeo"), Self.entry("balcony", "n1", nick: "Nurse", username: nil)],
@@ -64,11 +64,11 @@ import Testing
         #expect(try await storage.queryMUCArchive(service: Self.service, room: "balcony", MUCArchiveQuery(max: 10)).count == 2)
     }
 
-    @Test func unstoredRoomsLoseTheirArchivesAndAStoredRoomKeepsItsVCardUntilDeleted() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
-        var room = SQLiteMUCRoomStoreTests.room(affiliations: [])
+    @Test(arguments: Backend.allCases) func unstoredRoomsLoseTheirArchivesAndAStoredRoomKeepsItsVCardUntilDeleted(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
+        var room = MUCRoomStoreTests.room(affiliations: [])
         room.archiving = false
         room.vCard = "<vCard xmlns='vcard-temp'><FN>Balcony</FN></vCard>"
         room.photoHash = "b5e2cac7f213fe2f9c04aab801e10bf8cc3472b2"
@@ -77,7 +77,7 @@ import Testing
         try await storage.deleteUnstoredMUCArchives(service: Self.service)
         #expect(try await storage.mucArchiveTails(service: Self.service, limit: 5).keys.sorted() == ["balcony"])
 
-        let reopened = try SQLiteStorage(path: directory.file("parley.sqlite"))
+        let reopened = try await fixture.reopen()
         #expect(try await reopened.mucRooms(of: Self.service) == [room])
         room.vCard = nil
         room.photoHash = nil
@@ -86,7 +86,7 @@ import Testing
         room.vCard = "<vCard xmlns='vcard-temp'/>"
         try await reopened.saveMUCRoom(room)
         try await reopened.deleteMUCRoom(service: Self.service, name: "balcony")
-        try await reopened.saveMUCRoom(SQLiteMUCRoomStoreTests.room(affiliations: []))
+        try await reopened.saveMUCRoom(MUCRoomStoreTests.room(affiliations: []))
         #expect(try await reopened.mucRooms(of: Self.service).first?.vCard == nil, "the vCard went with the deleted room")
         #expect(try await reopened.mucRooms(of: Self.service).first?.archiving == true)
     }

@@ -6,14 +6,14 @@ import Testing
 
 /// vCards, private XML and last logouts (XEP-0054, XEP-0049, XEP-0012): one of each per
 /// account, kept across a reopen of the file, gone with the account.
-@Suite struct SQLiteProfileStoreTests {
+@Suite struct ProfileStoreTests {
     static let vCard = "<vCard xmlns='vcard-temp'><FN>Juliet Capulet</FN></vCard>"
     static let bookmarks = "<storage xmlns='storage:bookmarks'><conference jid='balcony@conference.example.com'/></storage>"
 
-    @Test func vCardIsReplacedWhole() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func vCardIsReplacedWhole(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         #expect(try await storage.vCard(of: "juliet") == nil)
         let first = StoredVCard(xml: Self.vCard, photoHash: "a1b2", updatedAt: Date(timeIntervalSince1970: 1_700_000_000.123))
         try await storage.setVCard(first, for: "juliet")
@@ -33,10 +33,10 @@ import Testing
         #expect(try await storage.vCard(of: "mercutio") == nil)
     }
 
-    @Test func privateXMLIsKeyedByNameAndNamespace() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func privateXMLIsKeyedByNameAndNamespace(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         let prefs = "<prefs xmlns='example:prefs'><theme>dark</theme></prefs>"
         let otherPrefs = "<prefs xmlns='example:other'/>"
         #expect(
@@ -67,10 +67,10 @@ import Testing
         }
     }
 
-    @Test func privateXMLCountLimitRefusesTheWholeWrite() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func privateXMLCountLimitRefusesTheWholeWrite(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         func element(_ index: Int, _ text: String = "x") -> PrivateXMLElement {
             PrivateXMLElement(name: "e\(index)", namespace: "example:ns", xml: "<e\(index) xmlns='example:ns'>\(text)</e\(index)>")
         }
@@ -88,10 +88,10 @@ import Testing
         #expect(try await storage.setPrivateXML([element(1)], for: "romeo", maxElements: 2), "the limit is per account")
     }
 
-    @Test func lastActivityKeepsTheLatestLogout() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func lastActivityKeepsTheLatestLogout(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         #expect(try await storage.lastActivity(of: "juliet") == nil)
         let first = LastActivity(loggedOutAt: Date(timeIntervalSince1970: 1_700_000_000.5), status: "Heading home")
         try await storage.setLastActivity(first, for: "juliet")
@@ -105,28 +105,28 @@ import Testing
         }
     }
 
-    @Test func everythingSurvivesReopeningTheFile() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
+    @Test(arguments: Backend.allCases) func everythingSurvivesReopeningTheFile(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
         let vCard = StoredVCard(xml: Self.vCard, photoHash: nil, updatedAt: Date(timeIntervalSince1970: 1_700_000_000))
         let activity = LastActivity(loggedOutAt: Date(timeIntervalSince1970: 1_700_000_001), status: "bye")
         do {
-            let storage = try await SQLiteStorage.withAccounts(in: directory)
+            let storage = fixture.storage
             try await storage.setVCard(vCard, for: "juliet")
             _ = try await storage.setPrivateXML(
                 [PrivateXMLElement(name: "storage", namespace: "storage:bookmarks", xml: Self.bookmarks)], for: "juliet", maxElements: 1)
             try await storage.setLastActivity(activity, for: "juliet")
         }
-        let reopened = try SQLiteStorage(path: directory.file("parley.sqlite"))
+        let reopened = try await fixture.reopen()
         #expect(try await reopened.vCard(of: "juliet") == vCard)
         #expect(try await reopened.privateXML(of: "juliet", [("storage", "storage:bookmarks")]) == [Self.bookmarks])
         #expect(try await reopened.lastActivity(of: "juliet") == activity)
     }
 
-    @Test func deletingTheAccountDeletesItsProfile() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func deletingTheAccountDeletesItsProfile(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         for user in ["juliet", "romeo"] {
             try await storage.setVCard(StoredVCard(xml: Self.vCard, photoHash: "ab", updatedAt: Date()), for: user)
             _ = try await storage.setPrivateXML(
@@ -134,13 +134,12 @@ import Testing
             try await storage.setLastActivity(LastActivity(loggedOutAt: Date(), status: "bye"), for: user)
         }
         #expect(try await storage.deleteAccount(username: "juliet", origin: .admin))
-        let counts = try await storage.pool.read { db in
-            try ["vcards", "private_xml", "last_activity"].map { try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \($0)") ?? -1 }
-        }
+        var counts: [Int] = []
+        for table in ["vcards", "private_xml", "last_activity"] { counts.append(try await fixture.rowCount(table)) }
         #expect(counts == [1, 1, 1], "only romeo's rows are left")
 
         // A new account of the same name starts with nothing.
-        try await storage.createAccount(username: "juliet", keys: [SQLiteAccountStoreTests.keys("SHA-256", seed: 2)])
+        try await storage.createAccount(username: "juliet", keys: [StorageFixture.keys("SHA-256", seed: 2)])
         #expect(try await storage.vCard(of: "juliet") == nil)
         #expect(try await storage.privateXML(of: "juliet", [("storage", "storage:bookmarks")]) == [nil])
         #expect(try await storage.lastActivity(of: "juliet") == nil)

@@ -3,14 +3,14 @@ import Testing
 
 @testable import ParleyStorage
 
-@Suite struct SQLiteOfflineStoreTests {
-    @Test func storedOldestFirstAcrossReopeningTheFile() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
+@Suite struct OfflineStoreTests {
+    @Test(arguments: Backend.allCases) func storedOldestFirstAcrossReopeningTheFile(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
         let before = Date()
         var ids: [Int64] = []
         do {
-            let storage = try await SQLiteStorage.withAccounts(in: directory)
+            let storage = fixture.storage
             for n in 1...5 {
                 ids.append(try await storage.storeOffline(user: "juliet", stanza: "<message id='\(n)'/>", quota: 100))
             }
@@ -18,7 +18,7 @@ import Testing
         }
         #expect(ids == ids.sorted() && Set(ids).count == 5)
 
-        let storage = try SQLiteStorage(path: directory.file("parley.sqlite"))
+        let storage = try await fixture.reopen()
         let messages = try await storage.offlineMessages(for: "juliet", limit: 100)
         #expect(messages.map(\.id) == ids)
         #expect(messages.map(\.stanza) == (1...5).map { "<message id='\($0)'/>" })
@@ -33,10 +33,10 @@ import Testing
         #expect(next > ids.last!)
     }
 
-    @Test func deleteOnlyTouchesTheUsersOwnMessages() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func deleteOnlyTouchesTheUsersOwnMessages(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         var ids: [Int64] = []
         for n in 1...4 {
             ids.append(try await storage.storeOffline(user: "juliet", stanza: "<message id='\(n)'/>", quota: 100))
@@ -52,10 +52,10 @@ import Testing
         #expect(try await storage.offlineCount(for: "romeo") == 1)
     }
 
-    @Test func quotaAndUnknownUsers() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func quotaAndUnknownUsers(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         for n in 1...3 {
             _ = try await storage.storeOffline(user: "juliet", stanza: "<message id='\(n)'/>", quota: 3)
         }
@@ -75,11 +75,11 @@ import Testing
 
     /// Stores from many concurrent tasks: each is stored exactly once, one task's in the order it
     /// stored them; quota failures within one batch count the batch's earlier messages.
-    @Test func concurrentStoresAreGroupCommittedInCallerOrder() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
+    @Test(arguments: Backend.allCases) func concurrentStoresAreGroupCommittedInCallerOrder(_ backend: Backend) async throws {
         let users = (0..<10).map { "user\($0)" }
-        let storage = try await SQLiteStorage.withAccounts(users, in: directory)
+        let fixture = try await StorageFixture(backend, users: users)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         let tasks = 200
         let perTask = 20
         let quota = tasks * perTask / users.count  // exactly enough
@@ -100,8 +100,8 @@ import Testing
             return try await group.reduce(into: []) { $0.append($1) }
         }
         let elapsed = ContinuousClock.now - start
-        let batches = storage.offlineWriter.batchCount
-        print("offline: \(tasks * perTask) stores from \(tasks) tasks in \(elapsed) (\(batches) transactions): "
+        let batches = fixture.offlineBatchCount
+        print("offline (\(backend)): \(tasks * perTask) stores from \(tasks) tasks in \(elapsed) (\(batches) transactions): "
             + "\(Int(Double(tasks * perTask) / elapsed.seconds)) stores/s")
         // Group commit: transactions are shared (how many depends on scheduling, not asserted closely).
         #expect(batches * 2 <= tasks * perTask)

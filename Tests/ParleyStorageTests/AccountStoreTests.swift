@@ -2,17 +2,17 @@ import Foundation
 import ParleyStorage
 import Testing
 
-@Suite struct SQLiteAccountStoreTests {
+@Suite struct AccountStoreTests {
     static func keys(_ hashName: String, seed: UInt8) -> StoredSCRAMKeys {
         StoredSCRAMKeys(
             hashName: hashName, salt: [seed, 0, 0xFF], iterations: 4096,
             storedKey: Array(repeating: seed &+ 1, count: 32), serverKey: Array(repeating: seed &+ 2, count: 32))
     }
 
-    @Test func createGetUpdateDeleteList() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try SQLiteStorage(path: directory.file("parley.sqlite"))
+    @Test(arguments: Backend.allCases) func createGetUpdateDeleteList(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend, users: [])
+        defer { fixture.remove() }
+        let storage = fixture.storage
 
         let before = Date()
         try await storage.createAccount(
@@ -41,10 +41,10 @@ import Testing
         #expect(try await storage.accountCount() == 1)
     }
 
-    @Test func duplicateCreateFailsWithAccountExists() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try SQLiteStorage(path: directory.file("parley.sqlite"))
+    @Test(arguments: Backend.allCases) func duplicateCreateFailsWithAccountExists(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend, users: [])
+        defer { fixture.remove() }
+        let storage = fixture.storage
         try await storage.createAccount(username: "juliet", keys: [Self.keys("SHA-256", seed: 1)])
 
         await #expect(throws: StorageError.accountExists(username: "juliet")) {
@@ -54,10 +54,10 @@ import Testing
         #expect(try await storage.account(username: "juliet")?.keys == [Self.keys("SHA-256", seed: 1)])
     }
 
-    @Test func updatingAMissingAccountFailsWithAccountNotFound() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try SQLiteStorage(path: directory.file("parley.sqlite"))
+    @Test(arguments: Backend.allCases) func updatingAMissingAccountFailsWithAccountNotFound(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend, users: [])
+        defer { fixture.remove() }
+        let storage = fixture.storage
 
         await #expect(throws: StorageError.accountNotFound(username: "romeo")) {
             try await storage.updateKeys(username: "romeo", keys: [Self.keys("SHA-256", seed: 1)], origin: .admin)
@@ -65,10 +65,10 @@ import Testing
         #expect(try await storage.changes(after: 0).isEmpty)
     }
 
-    @Test func refusesKeysItCannotStoreConsistently() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try SQLiteStorage(path: directory.file("parley.sqlite"))
+    @Test(arguments: Backend.allCases) func refusesKeysItCannotStoreConsistently(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend, users: [])
+        defer { fixture.remove() }
+        let storage = fixture.storage
 
         await #expect(throws: StorageError.self) {
             try await storage.createAccount(username: "juliet", keys: [])

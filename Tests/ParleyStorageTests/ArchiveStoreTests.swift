@@ -2,7 +2,7 @@ import Foundation
 import ParleyStorage
 import Testing
 
-@Suite struct SQLiteArchiveStoreTests {
+@Suite struct ArchiveStoreTests {
     static let juliet = "juliet@example.net"
     static let romeo = "romeo@example.net"
 
@@ -20,22 +20,22 @@ import Testing
         }
     }
 
-    private func storageWithTen() async throws -> (SQLiteStorage, TemporaryDirectory) {
-        let directory = try TemporaryDirectory()
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    private func storageWithTen(_ backend: Backend) async throws -> (any ServerStorage, StorageFixture) {
+        let fixture = try await StorageFixture(backend)
+        let storage = fixture.storage
         var batch: [ArchiveEntry] = []
         for index in 1...10 {
             batch += Self.entries("m\(index)", from: index.isMultiple(of: 2) ? Self.juliet : Self.romeo, at: Double(index * 100))
         }
         try await storage.archive(batch, maxPerUser: nil)
-        return (storage, directory)
+        return (storage, fixture)
     }
 
     private func ids(_ page: ArchivePage) -> [String] { page.messages.map(\.stanzaID) }
 
-    @Test func messagesComeBackInServerOrderFromBothArchives() async throws {
-        let (storage, directory) = try await storageWithTen()
-        defer { directory.remove() }
+    @Test(arguments: Backend.allCases) func messagesComeBackInServerOrderFromBothArchives(_ backend: Backend) async throws {
+        let (storage, fixture) = try await storageWithTen(backend)
+        defer { fixture.remove() }
         for user in ["juliet", "romeo"] {
             let page = try await storage.queryArchive(user: user, ArchiveQuery(max: 100))
             #expect(ids(page) == (1...10).map { "m\($0)" })
@@ -46,9 +46,9 @@ import Testing
         #expect(try await storage.queryArchive(user: "nobody", ArchiveQuery()).messages.isEmpty)
     }
 
-    @Test func pagingForwardAndBackward() async throws {
-        let (storage, directory) = try await storageWithTen()
-        defer { directory.remove() }
+    @Test(arguments: Backend.allCases) func pagingForwardAndBackward(_ backend: Backend) async throws {
+        let (storage, fixture) = try await storageWithTen(backend)
+        defer { fixture.remove() }
         let first = try await storage.queryArchive(user: "juliet", ArchiveQuery(max: 4))
         #expect(ids(first) == ["m1", "m2", "m3", "m4"] && !first.complete && first.firstIndex == 0)
         let second = try await storage.queryArchive(user: "juliet", ArchiveQuery(after: "m4", max: 4))
@@ -70,9 +70,9 @@ import Testing
         #expect(counted.messages.isEmpty && counted.count == 10)
     }
 
-    @Test func withStartAndEndFilter() async throws {
-        let (storage, directory) = try await storageWithTen()
-        defer { directory.remove() }
+    @Test(arguments: Backend.allCases) func withStartAndEndFilter(_ backend: Backend) async throws {
+        let (storage, fixture) = try await storageWithTen(backend)
+        defer { fixture.remove() }
         try await storage.archive(Self.entries("other", at: 2000).map { entry in
             var entry = entry
             if entry.owner == "juliet" { entry.with = "nurse@example.net" } else { entry.owner = "nobody" }
@@ -89,10 +89,10 @@ import Testing
         #expect(ids(window) == ["m3", "m4", "m5"] && window.complete && window.count == 3)
     }
 
-    @Test func preferencesDecideWhatIsArchived() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let storage = try await SQLiteStorage.withAccounts(in: directory)
+    @Test(arguments: Backend.allCases) func preferencesDecideWhatIsArchived(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
         #expect(try await storage.archivePreferences(of: "juliet") == ArchivePreferences())
         let never = ArchivePreferences(defaultMode: .always, always: [], never: [Self.romeo])
         try await storage.setArchivePreferences(never, of: "juliet")
@@ -116,9 +116,9 @@ import Testing
         }
     }
 
-    @Test func retentionKeepsTheNewest() async throws {
-        let (storage, directory) = try await storageWithTen()
-        defer { directory.remove() }
+    @Test(arguments: Backend.allCases) func retentionKeepsTheNewest(_ backend: Backend) async throws {
+        let (storage, fixture) = try await storageWithTen(backend)
+        defer { fixture.remove() }
         try await storage.archive(Self.entries("m11", at: 1100), maxPerUser: 3)
         #expect(ids(try await storage.queryArchive(user: "juliet", ArchiveQuery())) == ["m9", "m10", "m11"])
         let pruned = try await storage.pruneArchive(before: Date(timeIntervalSince1970: 1050))
@@ -126,9 +126,9 @@ import Testing
         #expect(ids(try await storage.queryArchive(user: "romeo", ArchiveQuery())) == ["m11"])
     }
 
-    @Test func onlyTheSenderRetractsAndBothArchivesKeepATombstone() async throws {
-        let (storage, directory) = try await storageWithTen()
-        defer { directory.remove() }
+    @Test(arguments: Backend.allCases) func onlyTheSenderRetractsAndBothArchivesKeepATombstone(_ backend: Backend) async throws {
+        let (storage, fixture) = try await storageWithTen(backend)
+        defer { fixture.remove() }
         try await storage.archive(Self.entries("m11", at: 1100, origin: "o11"), maxPerUser: nil)
         // Juliet cannot retract romeo's message; romeo can, by origin-id.
         try await storage.archive(Self.entries("r1", from: Self.juliet, at: 1200, retracts: "o11"), maxPerUser: nil)
@@ -147,9 +147,9 @@ import Testing
         #expect(try await storage.queryArchive(user: "romeo", ArchiveQuery(after: "m9", max: 1)).messages.first?.stanza == nil)
     }
 
-    @Test func recentOriginIDsAreWhatTheUserSentNewestFirst() async throws {
-        let (storage, directory) = try await storageWithTen()
-        defer { directory.remove() }
+    @Test(arguments: Backend.allCases) func recentOriginIDsAreWhatTheUserSentNewestFirst(_ backend: Backend) async throws {
+        let (storage, fixture) = try await storageWithTen(backend)
+        defer { fixture.remove() }
         try await storage.archive(Self.entries("m11", at: 1100, origin: "o11"), maxPerUser: nil)
         try await storage.archive(Self.entries("m12", from: Self.juliet, at: 1200, origin: "o12"), maxPerUser: nil)
         try await storage.archive(Self.entries("m13", at: 1300, origin: "o13"), maxPerUser: nil)

@@ -1,0 +1,45 @@
+import NIOCore
+import ParleyCore
+import ParleyStream
+
+/// What the session writes, as the text of one WebSocket message each (RFC 7395 §3.3).
+extension WebSocketFramingHandler {
+    /// `<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' …/>` with the attributes a TCP
+    /// stream header would carry (RFC 7395 §3.4).
+    static func open(_ opening: StreamOpening) -> ByteBuffer {
+        var element = XMLElement("open", namespace: framingNamespace)
+        if let from = opening.from { element.setAttribute("from", from) }
+        if let to = opening.to { element.setAttribute("to", to) }
+        if let id = opening.id { element.setAttribute("id", id) }
+        if let version = opening.version { element.setAttribute("version", version) }
+        if let language = opening.language { element.setAttribute("lang", language, namespace: XMLNamespace.xml) }
+        var buffer = ByteBuffer()
+        XMLSerializer.write(element, to: &buffer)
+        return buffer
+    }
+
+    static func closeElement(allocator: ByteBufferAllocator) -> ByteBuffer {
+        var buffer = allocator.buffer(capacity: 64)
+        buffer.writeString("<close xmlns='\(framingNamespace)'/>")
+        return buffer
+    }
+
+    /// Each message is a document of its own, so every element declares its namespace.
+    /// Stream-level elements keep the `stream:` prefix they have on TCP (RFC 7395 §3.3.3's
+    /// examples; some clients look for `stream:features` by that name).
+    static func serialize(_ element: XMLElement, allocator: ByteBufferAllocator) -> ByteBuffer {
+        var buffer = allocator.buffer(capacity: element.serializedSizeEstimate + 64)
+        guard element.namespace == XMLNamespace.streams else {
+            XMLSerializer.write(element, to: &buffer)
+            return buffer
+        }
+        var body = allocator.buffer(capacity: element.serializedSizeEstimate + 16)
+        XMLSerializer.write(element, to: &body, context: XMLNamespaceContext(prefixes: [XMLNamespace.streams: "stream"]))
+        let name = "<stream:\(element.name)"
+        body.moveReaderIndex(forwardBy: name.utf8.count)
+        buffer.writeString(name)
+        buffer.writeString(" xmlns:stream='\(XMLNamespace.streams)'")
+        buffer.writeBuffer(&body)
+        return buffer
+    }
+}

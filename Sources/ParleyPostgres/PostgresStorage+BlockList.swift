@@ -1,0 +1,43 @@
+import ParleyStorage
+import PostgresNIO
+
+extension PostgresStorage: BlockListStore {
+    public func blockList(of user: String) async throws -> [String] {
+        let logger = logger
+        // COLLATE "C": byte order of the UTF-8.
+        return try await read { connection in
+            try await connection.rows(
+                """
+                SELECT jid FROM blocked_jids JOIN accounts ON accounts.id = blocked_jids.account_id
+                WHERE accounts.username = \(user) ORDER BY jid
+                """, logger: logger
+            ).map { try $0.decode(String.self) }
+        }
+    }
+
+    public func block(user: String, jids: [String]) async throws {
+        let logger = logger
+        try await transaction { connection in
+            let accountID = try await connection.existingAccountID(of: user, logger: logger)
+            guard !jids.isEmpty else { return }
+            try await connection.run(
+                """
+                INSERT INTO blocked_jids (account_id, jid) SELECT \(accountID), unnest(\(jids)::text[])
+                ON CONFLICT DO NOTHING
+                """, logger: logger)
+        }
+    }
+
+    public func unblock(user: String, jids: [String]) async throws {
+        let logger = logger
+        try await transaction { connection in
+            let accountID = try await connection.existingAccountID(of: user, logger: logger)
+            if jids.isEmpty {
+                try await connection.run("DELETE FROM blocked_jids WHERE account_id = \(accountID)", logger: logger)
+            } else {
+                try await connection.run(
+                    "DELETE FROM blocked_jids WHERE account_id = \(accountID) AND jid = ANY(\(jids))", logger: logger)
+            }
+        }
+    }
+}

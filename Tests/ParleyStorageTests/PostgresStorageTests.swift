@@ -1,0 +1,49 @@
+import Foundation
+import Logging
+import ParleyPostgres
+import ParleyStorage
+import ParleyTestSupport
+import Testing
+
+/// What only the PostgreSQL backend has: its URL, its migrations shared by several nodes.
+@Suite struct PostgresStorageTests {
+    static let logger = Logger(label: "parley.tests.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// Two nodes starting at once on a fresh database: both migrate, neither fails, the
+    /// schema is there once.
+    @Test func twoNodesCanMigrateAFreshDatabaseAtOnce() async throws {
+        let url = try await PostgresCluster.shared().createDatabase()
+        async let a = PostgresStorage.open(url: url, logger: Self.logger)
+        async let b = PostgresStorage.open(url: url, logger: Self.logger)
+        let (first, second) = try await (a, b)
+        try await first.createAccount(username: "juliet", keys: [StorageFixture.keys("SHA-256", seed: 1)])
+        #expect(try await second.usernames() == ["juliet"])
+        let third = try await PostgresStorage.open(url: url, logger: Self.logger)
+        #expect(try await third.appliedMigrations() == ["v1_accounts", "v2_im", "v3_archive", "v4_pep", "v5_profile", "v6_muc", "v7_uploads"])
+        for storage in [first, second, third] { await storage.close() }
+    }
+
+    @Test func badURLsAreRefusedWithTheReason() async throws {
+        for (url, reason) in [
+            ("mysql://parley@127.0.0.1/parley", "is not a postgres://"),
+            ("postgres://127.0.0.1:5432/parley", "names no user"),
+            ("postgres://parley@127.0.0.1:5432/", "names no database"),
+            ("postgres://parley@127.0.0.1/parley?sslmode=verify-full", "sslmode 'verify-full'"),
+        ] {
+            do {
+                _ = try await PostgresStorage.open(url: url, logger: Self.logger)
+                Issue.record("\(url) was accepted")
+            } catch let error as StorageError {
+                #expect("\(error)".contains(reason), "\(url): \(error)")
+            }
+        }
+    }
+
+    /// Nothing listens: the start fails with the database named, not with a hang.
+    @Test func anUnreachableDatabaseFailsTheStart() async throws {
+        let port = try LoopbackPort.unusedBelowEphemeralRange()
+        await #expect(throws: StorageError.self) {
+            _ = try await PostgresStorage.open(url: "postgres://parley:secret@127.0.0.1:\(port)/parley?sslmode=disable", logger: Self.logger)
+        }
+    }
+}
