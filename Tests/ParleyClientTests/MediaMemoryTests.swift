@@ -18,7 +18,7 @@ import Testing
             let folder = NSTemporaryDirectory() + "parley-download-source-" + UUID().uuidString
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: folder) }
-            let files = try HTTPSFileServer(
+            let files = try await HTTPSFileServer(
                 serving: folder, certificate: server.server.running.certificatePath, key: server.server.running.configuration.tlsKeyPath)
             defer { files.stop() }
 
@@ -58,9 +58,9 @@ import Testing
 /// Python's file server over TLS on a free loopback port, in a process of its own.
 final class HTTPSFileServer {
     let port: Int
-    private let process = Process()
+    private let process: ChildProcess
 
-    init(serving folder: String, certificate: String, key: String) throws {
+    init(serving folder: String, certificate: String, key: String) async throws {
         let script = """
             import http.server, ssl, sys, functools
             handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
@@ -72,27 +72,26 @@ final class HTTPSFileServer {
             print(server.server_address[1], flush=True)
             server.serve_forever()
             """
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-c", script, folder, certificate, key]
-        let output = Pipe()
-        process.standardOutput = output
-        try ProcessLaunch.run(process)
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let more = output.fileHandleForReading.availableData
-            guard !more.isEmpty else { break }
-            line.append(more)
+        let output = folder + ".out"
+        process = try ChildProcess("/usr/bin/python3", ["-c", script, folder, certificate, key], output: output)
+        // The port is the first line Python prints; waited for without blocking a thread of
+        // the test's executor, and for a bounded time.
+        let deadline = ContinuousClock.now + .seconds(20)
+        var printed = ""
+        while !printed.contains("\n"), process.isRunning, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+            printed = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         }
-        guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            process.terminate()
-            throw ClientError.fileUnavailable("the Python HTTPS server did not start")
+        try? FileManager.default.removeItem(atPath: output)
+        guard let port = Int(printed.split(separator: "\n").first.map(String.init) ?? "") else {
+            process.stop(grace: .zero)
+            throw ClientError.fileUnavailable("the Python HTTPS server did not start: \(printed)")
         }
         self.port = port
     }
 
     func stop() {
-        process.terminate()
-        process.waitUntilExit()
+        process.stop()
     }
 }
 
