@@ -62,6 +62,7 @@ struct CLIMediaTests {
             }
             let small = try await peakKB(sending: 1 << 20)
             let large = try await peakKB(sending: 80 << 20)
+            print("aLargeFileIsSentWithoutBeingHeldInMemory: parley's peak \(small) kB for 1 MB, \(large) kB for 80 MB")
             // Alone about +6 MB; up to +16 MB when other tests load the machine; the file
             // held whole would be +80 MB.
             #expect(large - small < 40_000, "peak \(small) kB for 1 MB, \(large) kB for 80 MB")
