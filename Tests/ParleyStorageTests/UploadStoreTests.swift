@@ -60,6 +60,26 @@ import Testing
         }
     }
 
+    /// Claims racing each other: one slot is claimed once, and an account's claims together
+    /// stay within its quota (PostgreSQL runs them on connections of their own).
+    @Test(arguments: Backend.allCases) func racingClaimsKeepTheQuotaAndTheSingleUse(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
+        let claims = try await withThrowingTaskGroup(of: UploadClaim.self) { group in
+            for index in 0..<10 {
+                group.addTask { try await storage.claimUpload(Self.record("q\(index)", size: 300), dailyQuota: 1000, totalQuota: 0) }
+                group.addTask { try await storage.claimUpload(Self.record("same", owner: "romeo"), dailyQuota: 0, totalQuota: 0) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        let juliets = try await storage.uploads(of: "juliet")
+        #expect(juliets.count == 3 && juliets.map(\.size).reduce(0, +) == 900)
+        #expect(try await storage.uploads(of: "romeo").map(\.id) == ["same"])
+        #expect(claims.filter(\.isClaimed).count == 4)
+        #expect(claims.filter { $0 == .alreadyUsed }.count == 9)
+    }
+
     @Test(arguments: Backend.allCases) func usageCountsRecentSlotsAndStoredBytes(_ backend: Backend) async throws {
         let fixture = try await StorageFixture(backend)
         defer { fixture.remove() }
