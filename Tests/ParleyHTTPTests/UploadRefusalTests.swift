@@ -33,9 +33,10 @@ struct UploadRefusalTests {
         #expect(try await harness.slots.metadata.uploads(of: "alice").isEmpty)
         async let slow = harness.send(
             .PUT, slot.putURL, headers: [("Content-Type", "image/png")],
-            body: .stream(GeneratedBody(count: 4_000, chunk: 500, pause: .milliseconds(100)), length: .known(4_000)))
-        // The slow PUT has claimed the slot once its row exists.
-        for _ in 0..<100 where try await harness.slots.metadata.uploads(of: "alice").isEmpty {
+            body: .stream(GeneratedBody(count: 4_000, chunk: 100, pause: .milliseconds(100)), length: .known(4_000)))
+        // The slow PUT has claimed the slot once its row exists. Its body takes 4 s at least,
+        // so on a loaded machine it is still running when the row appears and the racing PUT goes.
+        for _ in 0..<150 where try await harness.slots.metadata.uploads(of: "alice").isEmpty {
             try await Task.sleep(for: .milliseconds(20))
         }
         #expect(try await harness.slots.metadata.uploads(of: "alice").map(\.state) == [.uploading])
