@@ -49,8 +49,10 @@ import Testing
             let small = try await peakGrowthKB(downloading: 1 << 20)
             let large = try await peakGrowthKB(downloading: 80 << 20)
             print("aLargeDownloadOverHTTPSIsNotHeldInMemory: peak grew by \(small) kB for 1 MB, \(large) kB for 80 MB")
-            // Held whole (or a third of it, as uploads once were) it would be +27 MB or more.
-            #expect(large - small < 12_000, "peak grew by \(small) kB for 1 MB, \(large) kB for 80 MB")
+            // Alone +1 to +4 MB; +7 MB seen with other suites of this process running (their
+            // allocations count in its peak too). Held whole it grows by 80 MB or more (+237 MB
+            // measured with the chunks kept).
+            #expect(large - small < 40_000, "peak grew by \(small) kB for 1 MB, \(large) kB for 80 MB")
         }
     }
 }
