@@ -193,7 +193,9 @@ for mode in $MODES; do
     fi
     if [ -n "${result[$p.slots.rate]:-}" ] && [ -n "${result[$e.slots.rate]:-}" ]; then
         echo "$mode, slot requests: parleyd/ejabberd slots/s $(ratio "${result[$p.slots.rate]}" "${result[$e.slots.rate]}")" \
-            "(target >= 2: $(verdict "${result[$p.slots.rate]} >= 2 * ${result[$e.slots.rate]}"))"
+            "(target >= 2: $(verdict "${result[$p.slots.rate]} >= 2 * ${result[$e.slots.rate]}")), server CPU per slot" \
+            "$(ratio "${result[$p.slots.cpu_us]}" "${result[$e.slots.cpu_us]}")" \
+            "(<= 0.5 makes the rate hold on a fair share of the CPU: $(verdict "${result[$p.slots.cpu_us]} <= 0.5 * ${result[$e.slots.cpu_us]}"))"
     fi
     if [ -n "${result[$p.put$largest.rss_peak_kib]:-}" ]; then
         growth=$(( (${result[$p.put$largest.rss_peak_kib]} - ${result[$p.put$largest.rss_before_kib]}) / 1024 ))

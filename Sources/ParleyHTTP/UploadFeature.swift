@@ -30,47 +30,58 @@ public struct UploadFeature: HTTPFeature {
     }
 
     private func put(_ request: Request, _ context: HTTPContext) async throws -> Response {
-        guard let id = context.parameters.get("id"), let record = try await slots.metadata.upload(id: id) else {
-            return Self.refusal(.forbidden, "No such upload slot")
-        }
         let query = request.uri.queryParameters
-        guard let expires = query.get("expires").flatMap({ Int64($0) }), let token = query.get("token") else {
-            return Self.refusal(.forbidden, "The upload URL lacks its token")
+        func value(_ name: String) -> String? { query.get(name).map { String($0) } }
+        var named: SignedSlot? = nil
+        if let id = context.parameters.get("id"), let name = context.parameters.get("name") {
+            named = SignedSlot(
+                id: id, encodedFilename: name, owner: value("owner"), size: value("size"), contentType: value("type"),
+                expires: value("expires"))
         }
-        if let reason = slots.verify(record: record, expires: expires, token: String(token)) {
-            return Self.refusal(.forbidden, reason)
+        let slot: SignedSlot
+        switch slots.verify(named, token: value("token")) {
+        case .success(let verified): slot = verified
+        case .failure(let refusal): return Self.refusal(.forbidden, refusal.reason)
         }
-        guard record.state == .pending else { return Self.refusal(.conflict, "This upload slot has already been used") }
-        if let length = request.headers[.contentLength].flatMap({ Int64($0) }), length != record.size {
-            return Self.refusal(
-                .contentTooLarge, "Content-Length \(length) does not match the slot's size of \(record.size) bytes")
+        if let length = request.headers[.contentLength].flatMap({ Int64($0) }), length != slot.size {
+            return Self.refusal(.contentTooLarge, "Content-Length \(length) does not match the slot's size of \(slot.size) bytes")
         }
         if let type = request.headers[.contentType] {
             let bare = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
-            guard bare == record.contentType else {
-                return Self.refusal(.badRequest, "Content-Type \(bare) does not match the slot's \(record.contentType)")
+            guard bare == slot.contentType else {
+                return Self.refusal(.badRequest, "Content-Type \(bare) does not match the slot's \(slot.contentType)")
             }
         }
-        guard try await slots.metadata.transitionUpload(id: id, from: .pending, to: .uploading) else {
-            return Self.refusal(.conflict, "This upload slot has already been used")
+        let record: UploadRecord
+        do {
+            switch try await slots.claim(slot) {
+            case .claimed(let claimed): record = claimed
+            case .alreadyUsed: return Self.refusal(.conflict, "This upload slot has already been used")
+            case .overDailyQuota:
+                return Self.refusal(.contentTooLarge, "The daily upload quota of \(slots.configuration.dailyQuota) bytes is reached")
+            case .overTotalQuota:
+                return Self.refusal(.contentTooLarge, "The storage quota of \(slots.configuration.totalQuota) bytes is reached")
+            }
+        } catch StorageError.accountNotFound {
+            return Self.refusal(.forbidden, "The account of this upload slot no longer exists")
         }
         do {
-            try await store.write(request.body, accountID: record.accountID, id: id, size: record.size)
+            try await store.write(request.body, accountID: record.accountID, id: slot.id, size: slot.size)
         } catch let UploadStoreError.sizeMismatch(expected, received) {
             // The slot stays usable: a client whose body was cut short may try again.
-            _ = try? await slots.metadata.transitionUpload(id: id, from: .uploading, to: .pending)
+            _ = try? await slots.metadata.deleteUploads(ids: [slot.id])
             let got = received > expected ? "more than \(expected)" : "\(received)"
             return Self.refusal(.contentTooLarge, "The body was \(got) bytes; the slot is for \(expected) bytes")
         } catch {
-            _ = try? await slots.metadata.transitionUpload(id: id, from: .uploading, to: .pending)
+            _ = try? await slots.metadata.deleteUploads(ids: [slot.id])
             throw error
         }
-        guard try await slots.metadata.transitionUpload(id: id, from: .uploading, to: .stored) else {
+        guard try await slots.metadata.transitionUpload(id: slot.id, from: .uploading, to: .stored) else {
             // Deleted meanwhile (its account, or an admin): keep nothing.
-            try? await store.remove(accountID: record.accountID, id: id)
+            try? await store.remove(accountID: record.accountID, id: slot.id)
             return Self.refusal(.gone, "The upload slot was deleted during the upload")
         }
-        slots.usage.fileStored(by: record.owner, size: record.size)
+        slots.usage.fileStored(by: slot.owner, size: slot.size, slotExpires: slot.expires)
         return Response(status: .created, headers: Self.corsHeaders)
     }
 

@@ -95,7 +95,7 @@ public final class UploadService: HostedService {
     // MARK: Slots
 
     /// §4: the attributes are checked here; what depends on the account and its quota is
-    /// `makeSlot`'s, which reads the database and so runs off the event loop.
+    /// `UploadSlots`'; when that needs the database (`makeSlot`), it runs off the event loop.
     private func requestSlot(_ stanza: XMLElement, _ request: XMLElement, from sender: JID) {
         guard sender.domainpart == serverDomain, let account = sender.localpart else {
             return refuse(stanza, StanzaError(.notAllowed, text: "Only accounts on \(serverDomain) may upload here."))
@@ -114,6 +114,15 @@ public final class UploadService: HostedService {
                 stanza, StanzaError(.resourceConstraint, type: .wait, text: "The upload service is starting; try again shortly."))
         }
         let contentType = request[attribute: "content-type"]
+        do throws(UploadSlotError) {
+            // Most requests: the account's usage is cached, so the slot is made and answered
+            // here, without a hop to another thread (which cost more than making the slot).
+            if let slot = try slots.cachedSlot(account: account, filename: filename, size: size, contentType: contentType) {
+                return send(stanza.iqResult(Self.element(slot)))
+            }
+        } catch {
+            return refuse(stanza, Self.stanzaError(error))
+        }
         Task {
             do throws(UploadSlotError) {
                 let slot = try await slots.makeSlot(account: account, filename: filename, size: size, contentType: contentType)

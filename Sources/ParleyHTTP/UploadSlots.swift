@@ -28,7 +28,9 @@ public enum UploadSlotError: Error, Sendable, Equatable {
 }
 
 /// Hands out signed, single-use, short-lived upload slots and enforces the quotas. The
-/// `urn:xmpp:http:upload:0` hosted service calls `makeSlot`; the PUT route calls `verify`.
+/// `urn:xmpp:http:upload:0` hosted service calls `cachedSlot`, then `makeSlot` when that cannot
+/// answer; the PUT route calls `verify`, then `claim`. A slot is only signed (`SignedSlot`) and
+/// counted in memory (`UploadUsage`): its PUT writes the first row.
 public final class UploadSlots: Sendable {
     public let configuration: HTTPConfiguration.Upload
     /// Where URLs point, without a trailing slash, e.g. `https://example.org:5281`. Settable
@@ -54,8 +56,54 @@ public final class UploadSlots: Sendable {
         self.now = now
     }
 
+    /// A slot for `account`, or why it is refused. Reads the account's usage from the database
+    /// when it is not cached; `cachedSlot` answers without suspending when it is.
     public func makeSlot(account: String, filename: String, size: Int64, contentType: String?) async throws(UploadSlotError)
         -> UploadSlot
+    {
+        let slot = try checked(account: account, filename: filename, size: size, contentType: contentType)
+        let created = now()
+        var reservation = reserve(slot, at: created)
+        if reservation == nil {
+            do {
+                _ = try await usage.usage(of: account, now: created) {
+                    try await metadata.uploadUsage(of: account, since: created.addingTimeInterval(-86_400))
+                }
+            } catch {
+                throw .notAllowed("Only accounts on this server may upload")
+            }
+            reservation = reserve(slot, at: created)
+        }
+        switch reservation {
+        case .reserved?:
+            return urls(slot)
+        case .overDailyQuota?:
+            let dayAgo = created.addingTimeInterval(-86_400)
+            let oldest = (try? await metadata.uploads(of: account))?.map(\.createdAt).filter { $0 >= dayAgo }.min() ?? created
+            throw .quotaExceeded(
+                reason: "Daily upload quota of \(configuration.dailyQuota) bytes reached", retryAfter: oldest.addingTimeInterval(86_400))
+        case .overTotalQuota?:
+            throw .quotaExceeded(
+                reason: "Storage quota of \(configuration.totalQuota) bytes reached; delete files to make room", retryAfter: nil)
+        case nil:
+            // The usage just read was pruned already: only under a flood of accounts.
+            throw .quotaExceeded(reason: "The upload service is busy; try again shortly", retryAfter: created.addingTimeInterval(5))
+        }
+    }
+
+    /// The slot when the account's usage is cached and the slot fits its quotas; nil when
+    /// `makeSlot` must answer (usage to read, or a quota refusal to explain). Most slot
+    /// requests are answered here, on the caller's thread, without touching the database.
+    public func cachedSlot(account: String, filename: String, size: Int64, contentType: String?) throws(UploadSlotError)
+        -> UploadSlot?
+    {
+        let slot = try checked(account: account, filename: filename, size: size, contentType: contentType)
+        return reserve(slot, at: now()) == .reserved ? urls(slot) : nil
+    }
+
+    /// The checks that need nothing but the request; the slot they describe.
+    private func checked(account: String, filename: String, size: Int64, contentType: String?) throws(UploadSlotError)
+        -> SignedSlot
     {
         guard configuration.enabled, configuration.allowed == "local" else {
             throw .notAllowed("File upload is disabled on this server")
@@ -67,60 +115,48 @@ public final class UploadSlots: Sendable {
         guard size <= configuration.maxFileSize else { throw .fileTooLarge(maxFileSize: configuration.maxFileSize) }
         let type = (contentType?.isEmpty ?? true) ? "application/octet-stream" : contentType!.lowercased()
         guard Self.isValidContentType(type) else { throw .badRequest("The content type '\(type)' is not a valid media type") }
-
-        let created = now()
-        let dayAgo = created.addingTimeInterval(-86_400)
-        let usage: (recent: Int64, stored: Int64)
-        do {
-            usage = try await self.usage.usage(of: account, now: created) {
-                try await metadata.uploadUsage(of: account, since: dayAgo)
-            }
-        } catch {
-            throw .notAllowed("Only accounts on this server may upload")
-        }
-        if configuration.dailyQuota > 0, usage.recent + size > configuration.dailyQuota {
-            let oldest = (try? await metadata.uploads(of: account))?.map(\.createdAt).filter { $0 >= dayAgo }.min() ?? created
-            throw .quotaExceeded(
-                reason: "Daily upload quota of \(configuration.dailyQuota) bytes reached", retryAfter: oldest.addingTimeInterval(86_400))
-        }
-        if configuration.totalQuota > 0, usage.stored + size > configuration.totalQuota {
-            throw .quotaExceeded(
-                reason: "Storage quota of \(configuration.totalQuota) bytes reached; delete files to make room", retryAfter: nil)
-        }
-        let id = Self.randomHex(bytes: 16)
-        do {
-            _ = try await metadata.insertUpload(
-                UploadRecord(id: id, owner: account, filename: name, size: size, contentType: type, createdAt: created))
-        } catch StorageError.accountNotFound {
-            throw .notAllowed("Only accounts on this server may upload")
-        } catch {
-            throw .badRequest("The slot could not be recorded; try again")
-        }
-        self.usage.slotIssued(to: account, size: size)
-        let expires = Int64(created.timeIntervalSince1970) + configuration.slotLifetime.components.seconds
-        let path = Self.path(id: id, filename: name)
-        let token = signature(path: path, size: size, contentType: type, expires: expires)
-        return UploadSlot(putURL: "\(baseURL)\(path)?expires=\(expires)&token=\(token)", getURL: "\(baseURL)\(path)", id: id)
+        let expires = Int64(now().timeIntervalSince1970) + configuration.slotLifetime.components.seconds
+        return SignedSlot(id: Self.randomHex(bytes: 16), owner: account, filename: name, size: size, contentType: type, expires: expires)
     }
 
-    /// Whether `token` signs this record's path, size and type with `expires`, and `expires`
-    /// has not passed. Returns the reason for a refusal.
-    func verify(record: UploadRecord, expires: Int64, token: String) -> String? {
-        let expected = signature(
-            path: Self.path(id: record.id, filename: record.filename), size: record.size, contentType: record.contentType,
-            expires: expires)
-        guard Self.constantTimeEqual(Array(expected.utf8), Array(token.utf8)) else { return "The upload token is not valid" }
-        guard Double(expires) >= now().timeIntervalSince1970 else { return "The upload slot has expired" }
-        return nil
+    private func reserve(_ slot: SignedSlot, at date: Date) -> UploadUsage.Reservation? {
+        usage.reserve(
+            slot.size, for: slot.owner, expires: slot.expires, now: date, dailyQuota: Int64(configuration.dailyQuota),
+            totalQuota: Int64(configuration.totalQuota))
     }
 
-    static func path(id: String, filename: String) -> String {
-        "/upload/\(id)/\(filename.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/", ";", "?", "#"])) ?? id)"
+    private func urls(_ slot: SignedSlot) -> UploadSlot {
+        let base = baseURL, path = slot.path
+        return UploadSlot(putURL: "\(base)\(path)?\(slot.query)&token=\(signature(slot))", getURL: base + path, id: slot.id)
     }
 
-    private func signature(path: String, size: Int64, contentType: String, expires: Int64) -> String {
-        let message = Array("\(path)\n\(size)\n\(contentType)\n\(expires)".utf8)
-        let mac = (try? HashFunction.sha256.hmac(key: secret, data: message)) ?? []
+    /// The slot a PUT's URL describes, if its token is this server's and it has not expired;
+    /// otherwise the reason for a 403.
+    func verify(_ slot: SignedSlot?, token: String?) -> Result<SignedSlot, SlotRefusal> {
+        guard let slot, let token else { return .failure(SlotRefusal("The upload URL lacks its token")) }
+        guard Self.constantTimeEqual(Array(signature(slot).utf8), Array(token.utf8)) else {
+            return .failure(SlotRefusal("The upload token is not valid"))
+        }
+        guard Double(slot.expires) >= now().timeIntervalSince1970 else { return .failure(SlotRefusal("The upload slot has expired")) }
+        return .success(slot)
+    }
+
+    struct SlotRefusal: Error {
+        var reason: String
+        init(_ reason: String) { self.reason = reason }
+    }
+
+    /// The PUT's exact quota check, in the transaction that records the upload.
+    func claim(_ slot: SignedSlot) async throws -> UploadClaim {
+        let record = UploadRecord(
+            id: slot.id, owner: slot.owner, filename: slot.filename, size: slot.size, contentType: slot.contentType,
+            createdAt: now(), state: .uploading)
+        return try await metadata.claimUpload(
+            record, dailyQuota: Int64(configuration.dailyQuota), totalQuota: Int64(configuration.totalQuota))
+    }
+
+    private func signature(_ slot: SignedSlot) -> String {
+        let mac = (try? HashFunction.sha256.hmac(key: secret, data: Array(slot.signedText.utf8))) ?? []
         return Self.hex(mac)
     }
 

@@ -1,26 +1,46 @@
 import Foundation
 import NIOConcurrencyHelpers
 
-/// Each account's upload usage as the quota checks need it on every slot request: bytes of
-/// slots issued in the last 24 hours and bytes stored.
+/// Each account's upload usage as the quota checks of a slot request need it: bytes uploaded
+/// in the last 24 hours, bytes stored, and bytes of slots issued but not used yet.
 ///
-/// Summing them in the database costs a row per upload the account ever made (a client that
-/// sends many pictures has thousands), on every slot request. So they are read at most once per
-/// `lifetime` per account and kept current in between by what this process does: each slot
-/// issued adds to the recent bytes, each file stored to the stored bytes. What changes
-/// elsewhere (slots leaving the 24-hour window, files expired or deleted by the admin command)
-/// shows after at most `lifetime`; until then the usage errs high, so a quota is reached up to
-/// `lifetime` early rather than overrun. (Like the database sums before, check and insert are
-/// not one step: requests of one account that race each other may pass the quota by a slot.)
+/// A slot writes nothing to the database (its signed URL is self-describing; the PUT records
+/// the upload), so slots not used yet exist only here: each one counts until its URL expires or
+/// its file is stored, so that asking for many slots at once cannot pass the daily quota. The
+/// database sums (a row per upload the account ever made) are read at most once per `lifetime`
+/// per account and kept current in between by what this process does; what changes elsewhere
+/// (files expired or deleted by the admin command) shows after at most `lifetime`, and until
+/// then the usage errs high. The exact check is the PUT's (`UploadMetadataStore.claimUpload`,
+/// in one transaction): this one refuses early with the XEP's error, and may let a slot through
+/// whose PUT will be refused only when it raced another process's change.
 final class UploadUsage: Sendable {
     struct Usage: Sendable {
         var recent: Int64
         var stored: Int64
         var readAt: Date
+        /// Unused slots' bytes by the second their URL expires, oldest first (slots of one
+        /// lifetime expire in the order they were issued, so this stays sorted by appending).
+        var outstanding: [(expires: Int64, bytes: Int64)] = []
+        var outstandingBytes: Int64 = 0
+
+        mutating func dropExpired(at now: Date) {
+            let second = Int64(now.timeIntervalSince1970)
+            let expired = outstanding.prefix { $0.expires < second }
+            guard !expired.isEmpty else { return }
+            outstandingBytes -= expired.reduce(0) { $0 + $1.bytes }
+            outstanding.removeFirst(expired.count)
+        }
+
+        mutating func release(_ bytes: Int64, expiring expires: Int64) {
+            guard let index = outstanding.lastIndex(where: { $0.expires == expires }) else { return }
+            let released = min(bytes, outstanding[index].bytes)
+            outstanding[index].bytes -= released
+            outstandingBytes -= released
+        }
     }
 
     let lifetime: TimeInterval
-    /// Past this many accounts, entries too old to be used are dropped.
+    /// Past this many accounts, entries that hold nothing current are dropped.
     private let pruneAbove: Int
     private let accounts = NIOLockedValueBox<[String: Usage]>([:])
 
@@ -29,29 +49,73 @@ final class UploadUsage: Sendable {
         self.pruneAbove = pruneAbove
     }
 
-    /// `account`'s usage at `now`, read with `read` when none is cached or it is too old.
+    enum Reservation: Equatable {
+        case reserved
+        case overDailyQuota
+        case overTotalQuota
+    }
+
+    /// When `account`'s usage is cached: counts a slot of `size` bytes expiring at `expires`
+    /// (seconds since 1970) if it fits both quotas (0: none). Nil when the usage must be read
+    /// first (`usage(of:now:read:)`). Checks and counts under one lock, so that simultaneous
+    /// requests cannot all pass with the same remainder.
+    func reserve(_ size: Int64, for account: String, expires: Int64, now: Date, dailyQuota: Int64, totalQuota: Int64)
+        -> Reservation?
+    {
+        let lifetime = self.lifetime
+        return accounts.withLockedValue { accounts -> Reservation? in
+            guard var usage = accounts[account], now.timeIntervalSince(usage.readAt) < lifetime else { return nil }
+            usage.dropExpired(at: now)
+            if dailyQuota > 0, usage.recent + usage.outstandingBytes + size > dailyQuota { return .overDailyQuota }
+            if totalQuota > 0, usage.stored + size > totalQuota { return .overTotalQuota }
+            if let last = usage.outstanding.last, last.expires == expires {
+                usage.outstanding[usage.outstanding.count - 1].bytes += size
+            } else {
+                usage.outstanding.append((expires, size))
+            }
+            usage.outstandingBytes += size
+            accounts[account] = usage
+            return .reserved
+        }
+    }
+
+    /// `account`'s usage at `now` (recent bytes including unused slots), read with `read` when
+    /// none is cached or it is too old.
     func usage(
         of account: String, now: Date, read: () async throws -> (recent: Int64, stored: Int64)
     ) async throws -> (recent: Int64, stored: Int64) {
-        if let cached = accounts.withLockedValue({ $0[account] }), now.timeIntervalSince(cached.readAt) < lifetime {
-            return (cached.recent, cached.stored)
-        }
-        let fresh = try await read()
         let lifetime = self.lifetime, pruneAbove = self.pruneAbove
-        accounts.withLockedValue { accounts in
-            accounts[account] = Usage(recent: fresh.recent, stored: fresh.stored, readAt: now)
-            if accounts.count > pruneAbove {
-                accounts = accounts.filter { now.timeIntervalSince($0.value.readAt) < lifetime }
-            }
+        let cached = accounts.withLockedValue { accounts -> (recent: Int64, stored: Int64)? in
+            guard var usage = accounts[account], now.timeIntervalSince(usage.readAt) < lifetime else { return nil }
+            usage.dropExpired(at: now)
+            accounts[account] = usage
+            return (usage.recent + usage.outstandingBytes, usage.stored)
         }
-        return fresh
+        if let cached { return cached }
+        let fresh = try await read()
+        return accounts.withLockedValue { accounts in
+            var usage = accounts[account] ?? Usage(recent: 0, stored: 0, readAt: now)
+            usage.recent = fresh.recent
+            usage.stored = fresh.stored
+            usage.readAt = now
+            usage.dropExpired(at: now)
+            accounts[account] = usage
+            if accounts.count > pruneAbove {
+                accounts = accounts.filter { now.timeIntervalSince($0.value.readAt) < lifetime || $0.value.outstandingBytes > 0 }
+            }
+            return (usage.recent + usage.outstandingBytes, usage.stored)
+        }
     }
 
-    func slotIssued(to account: String, size: Int64) {
-        accounts.withLockedValue { $0[account]?.recent += size }
-    }
-
-    func fileStored(by account: String, size: Int64) {
-        accounts.withLockedValue { $0[account]?.stored += size }
+    /// The file of a slot expiring at `expires` is stored: its bytes are no longer a slot's
+    /// but a recent upload's and a stored file's.
+    func fileStored(by account: String, size: Int64, slotExpires expires: Int64) {
+        accounts.withLockedValue { accounts in
+            guard var usage = accounts[account] else { return }
+            usage.release(size, expiring: expires)
+            usage.recent += size
+            usage.stored += size
+            accounts[account] = usage
+        }
     }
 }

@@ -39,17 +39,62 @@ extension PostgresStorage: UploadMetadataStore {
         let logger = logger
         let since = Milliseconds.from(date)
         return try await read { connection in
+            guard let accountID = try await connection.accountID(of: owner, logger: logger) else {
+                throw StorageError.accountNotFound(username: owner)
+            }
             guard
                 let row = try await connection.rows(
                     """
-                    SELECT COALESCE(SUM(CASE WHEN uploads.created_at >= \(since) THEN uploads.size ELSE 0 END), 0)::BIGINT,
-                           COALESCE(SUM(CASE WHEN uploads.state = 'stored' THEN uploads.size ELSE 0 END), 0)::BIGINT
-                    FROM uploads JOIN accounts ON accounts.id = uploads.account_id WHERE accounts.username = \(owner)
+                    SELECT COALESCE(SUM(CASE WHEN created_at >= \(since) THEN size ELSE 0 END), 0)::BIGINT,
+                           COALESCE(SUM(CASE WHEN state = 'stored' THEN size ELSE 0 END), 0)::BIGINT
+                    FROM uploads WHERE account_id = \(accountID)
                     """, logger: logger
                 ).first
             else { return (0, 0) }
             let (recent, stored) = try row.decode((Int64, Int64).self)
             return (recent, stored)
+        }
+    }
+
+    public func claimUpload(_ record: UploadRecord, dailyQuota: Int64, totalQuota: Int64) async throws -> UploadClaim {
+        let logger = logger
+        return try await transaction { connection in
+            var record = record
+            record.accountID = try await connection.existingAccountID(of: record.owner, logger: logger)
+            record.state = .uploading
+            let taken = try await connection.value("SELECT EXISTS (SELECT 1 FROM uploads WHERE id = \(record.id))", as: Bool.self, logger: logger)
+            if taken == true { return .alreadyUsed }
+            if dailyQuota > 0 || totalQuota > 0 {
+                // Under READ COMMITTED two PUTs of one account would both read the sums before
+                // either inserts; the account row's NO KEY UPDATE lock makes them take turns
+                // (it leaves the KEY SHARE locks of other writers alone), and the sums below
+                // are read after it, so they see the other's committed row.
+                try await connection.run("SELECT id FROM accounts WHERE id = \(record.accountID) FOR NO KEY UPDATE", logger: logger)
+                let dayAgo = Milliseconds.from(record.createdAt.addingTimeInterval(-86_400))
+                let row = try await connection.rows(
+                        """
+                        SELECT COALESCE(SUM(CASE WHEN created_at >= \(dayAgo) THEN size ELSE 0 END), 0)::BIGINT,
+                               COALESCE(SUM(CASE WHEN state <> 'pending' THEN size ELSE 0 END), 0)::BIGINT,
+                               MIN(CASE WHEN created_at >= \(dayAgo) THEN created_at END)
+                        FROM uploads WHERE account_id = \(record.accountID)
+                        """, logger: logger
+                    ).first
+                let (recent, stored, oldest): (Int64, Int64, Int64?) = try row?.decode((Int64, Int64, Int64?).self) ?? (0, 0, nil)
+                if dailyQuota > 0, recent + record.size > dailyQuota {
+                    return .overDailyQuota(oldest: oldest.map(Milliseconds.date) ?? record.createdAt)
+                }
+                if totalQuota > 0, stored + record.size > totalQuota { return .overTotalQuota }
+            }
+            // A PUT of the same slot racing this one: ON CONFLICT makes the loser's insert empty
+            // instead of an error.
+            let inserted = try await connection.rows(
+                """
+                INSERT INTO uploads (id, account_id, filename, size, content_type, created_at, state)
+                VALUES (\(record.id), \(record.accountID), \(record.filename), \(record.size), \(record.contentType),
+                    \(Milliseconds.from(record.createdAt)), \(record.state.rawValue))
+                ON CONFLICT (id) DO NOTHING RETURNING id
+                """, logger: logger)
+            return inserted.isEmpty ? .alreadyUsed : .claimed(record)
         }
     }
 

@@ -3,7 +3,8 @@ import Foundation
 /// One XEP-0363 upload: a slot handed out, then (after its PUT) a stored file.
 public struct UploadRecord: Sendable, Hashable {
     public enum State: String, Sendable, Hashable {
-        /// Slot issued; no PUT has started.
+        /// Recorded without a PUT (the state of rows written before slots became self-describing
+        /// signed URLs; a PUT now records its upload as `uploading` directly).
         case pending
         /// A PUT holds the slot; a second PUT is refused (slots are single use).
         case uploading
@@ -38,18 +39,38 @@ public struct UploadRecord: Sendable, Hashable {
     }
 }
 
+/// What `claimUpload` decided.
+public enum UploadClaim: Sendable, Equatable {
+    /// Recorded as `uploading`, with its account id.
+    case claimed(UploadRecord)
+    /// A row with this id exists: the slot has been used.
+    case alreadyUsed
+    /// The bytes recorded in the last 24 hours plus this upload's pass the daily quota; `oldest`
+    /// is when the oldest of those was recorded (the quota frees up 24 hours after it).
+    case overDailyQuota(oldest: Date)
+    /// The bytes stored (or being stored) plus this upload's pass the total quota.
+    case overTotalQuota
+}
+
 /// Metadata of uploaded files (the bytes live in an `UploadStore` of ParleyHTTP). Rows go with
 /// their account.
 public protocol UploadMetadataStore: Sendable {
+    /// Records `record` as `uploading` when its PUT starts, in one transaction with the checks
+    /// that make a slot single use (its id is the key) and keep the quotas (0: none) exact even
+    /// when uploads of one account race each other: bytes of uploads recorded since
+    /// `record.createdAt` minus 24 hours, and bytes stored or uploading. Throws
+    /// `StorageError.accountNotFound` for an account that does not exist (any more).
+    func claimUpload(_ record: UploadRecord, dailyQuota: Int64, totalQuota: Int64) async throws -> UploadClaim
+
     /// Records a new slot for `record.owner`, returning it with its account id. Throws
     /// `StorageError.accountNotFound` for an account that does not exist.
     func insertUpload(_ record: UploadRecord) async throws -> UploadRecord
 
     func upload(id: String) async throws -> UploadRecord?
 
-    /// Bytes of slots issued to `owner` since `date` (pending ones count: a quota that only
-    /// counted finished uploads could be overrun by asking for many slots at once), and bytes
-    /// stored in all.
+    /// Bytes of uploads recorded for `owner` since `date`, and bytes stored in all. (Slots
+    /// issued but not yet used have no row; the slot service counts those itself.) Throws
+    /// `StorageError.accountNotFound` for an account that does not exist.
     func uploadUsage(of owner: String, since date: Date) async throws -> (recent: Int64, stored: Int64)
 
     /// Moves the upload from `from` to `to` if it is in `from`; false if it was not (a slot

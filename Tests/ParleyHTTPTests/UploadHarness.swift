@@ -7,6 +7,7 @@ import ParleyCore
 import ParleyServer
 import ParleyStorage
 import ServiceLifecycle
+import Testing
 
 @testable import ParleyHTTP
 
@@ -93,13 +94,16 @@ final class UploadHarness: Sendable {
         try await send(.PUT, slot.putURL, headers: [("Content-Type", type)], body: .bytes(ByteBuffer(bytes: bytes)))
     }
 
-    /// A PUT URL for `slot` with another expiry, signed with the test secret the way the
-    /// server signs (path, size, type, expiry).
-    func putURL(for slot: UploadSlot, size: Int, type: String, expires: Int64) throws -> String {
-        let path = String(slot.getURL.dropFirst(base.count))
-        let message = Array("\(path)\n\(size)\n\(type)\n\(expires)".utf8)
+    /// A PUT URL for `slot` with other values, signed with the test secret the way the server
+    /// signs (id, owner, file name, size, type, expiry), written out here so that a change of
+    /// the server's signing shows.
+    func putURL(for slot: UploadSlot, owner: String = "alice", size: Int, type: String, expires: Int64) throws -> String {
+        let name = try #require(slot.getURL.split(separator: "/").last.flatMap { String($0).removingPercentEncoding })
+        let message = Array("\(slot.id)\n\(owner)\n\(name)\n\(size)\n\(type)\n\(expires)".utf8)
         let mac = try HashFunction.sha256.hmac(key: Array(Self.secret.utf8), data: message)
-        return "\(slot.getURL)?expires=\(expires)&token=\(mac.map { String(format: "%02x", $0) }.joined())"
+        let escapedType = type.replacingOccurrences(of: "/", with: "%2F").replacingOccurrences(of: "+", with: "%2B")
+        return "\(slot.getURL)?owner=\(owner)&size=\(size)&type=\(escapedType)&expires=\(expires)"
+            + "&token=\(mac.map { String(format: "%02x", $0) }.joined())"
     }
 
     static func bytes(_ count: Int, seed: UInt8 = 7) -> [UInt8] {

@@ -11,12 +11,80 @@ struct UploadRefusalTests {
     @Test func aSlotIsSingleUse() async throws {
         let harness = try await UploadHarness()
         let bytes = UploadHarness.bytes(100)
-        let slot = try await harness.slot(size: bytes.count)
+        let slot = try await harness.slot(name: "my photo.png", size: bytes.count)
+        #expect(slot.putURL.contains("/my%20photo.png?"))
         #expect(try await harness.put(slot, bytes).status == 201)
         let again = try await harness.put(slot, bytes)
         #expect(again.status == 409)
         #expect(again.text == "This upload slot has already been used\n")
+        // The same URL with its path encoded another way is the same slot, used as well.
+        let reencoded = slot.putURL.replacingOccurrences(of: "/my%20photo.png?", with: "/my%20photo%2Epng?")
+        #expect(try await harness.put(UploadSlot(putURL: reencoded, getURL: slot.getURL, id: slot.id), bytes).status == 409)
+        // Still one file, stored once.
+        #expect(try await harness.send(.GET, slot.getURL).body == bytes)
+        #expect(try await harness.slots.metadata.uploads(of: "alice").map(\.state) == [.stored])
         try await harness.stop()
+    }
+
+    /// A slot writes no row; its first PUT does, and a second PUT racing it finds it taken.
+    @Test func aSlotIsSingleUseEvenWhileItsFirstPutRuns() async throws {
+        let harness = try await UploadHarness()
+        let slot = try await harness.slot(size: 4_000)
+        #expect(try await harness.slots.metadata.uploads(of: "alice").isEmpty)
+        async let slow = harness.send(
+            .PUT, slot.putURL, headers: [("Content-Type", "image/png")],
+            body: .stream(GeneratedBody(count: 4_000, chunk: 100, pause: .milliseconds(100)), length: .known(4_000)))
+        // The slow PUT has claimed the slot once its row exists. Its body takes 4 s at least,
+        // so on a loaded machine it is still running when the row appears and the racing PUT goes.
+        for _ in 0..<150 where try await harness.slots.metadata.uploads(of: "alice").isEmpty {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(try await harness.slots.metadata.uploads(of: "alice").map(\.state) == [.uploading])
+        let racing = try await harness.put(slot, UploadHarness.bytes(4_000))
+        #expect(racing.status == 409)
+        #expect(racing.text == "This upload slot has already been used\n")
+        #expect(try await slow.status == 201)
+        #expect(try await harness.send(.GET, slot.getURL).body == [UInt8](repeating: 0x5A, count: 4_000))
+        try await harness.stop()
+    }
+
+    /// The slot request's quota check counts in memory; the PUT's is exact, in the transaction
+    /// that records the upload: it holds for slots the first check let through (the total
+    /// quota counts stored files only) and for slots a restarted server no longer knows of.
+    @Test func theQuotasAreCheckedAgainWhenTheFileArrives() async throws {
+        let total = try await UploadHarness { upload in
+            upload.maxFileSize = 1000
+            upload.totalQuota = 1500
+        }
+        let first = try await total.slot(size: 1000)
+        let second = try await total.slot(size: 1000)
+        #expect(try await total.put(first, UploadHarness.bytes(1000)).status == 201)
+        let overTotal = try await total.put(second, UploadHarness.bytes(1000))
+        #expect(overTotal.status == 413)
+        #expect(overTotal.text == "The storage quota of 1500 bytes is reached\n")
+        #expect(try await total.send(.GET, second.getURL).status == 404)
+        // Room again once a file is deleted: the refused PUT did not use the slot up.
+        try await total.server.uploads!.delete(owner: "alice", file: first.id)
+        #expect(try await total.put(second, UploadHarness.bytes(1000)).status == 201)
+        try await total.stop()
+
+        let daily = try await UploadHarness { upload in
+            upload.maxFileSize = 1000
+            upload.dailyQuota = 2500
+        }
+        let a = try await daily.slot(size: 1000)
+        let b = try await daily.slot(size: 1000)
+        // As a restarted server: the same secret and database, no memory of those two slots.
+        let restarted = UploadSlots(
+            configuration: daily.slots.configuration, baseURL: daily.base, secret: Array(UploadHarness.secret.utf8),
+            metadata: daily.storage)
+        let c = try await restarted.makeSlot(account: "alice", filename: "c.png", size: 1000, contentType: "image/png")
+        #expect(try await daily.put(a, UploadHarness.bytes(1000)).status == 201)
+        #expect(try await daily.put(c, UploadHarness.bytes(1000)).status == 201)
+        let overDaily = try await daily.put(b, UploadHarness.bytes(1000))
+        #expect(overDaily.status == 413)
+        #expect(overDaily.text == "The daily upload quota of 2500 bytes is reached\n")
+        try await daily.stop()
     }
 
     @Test func badOrExpiredTokensAreForbidden() async throws {
@@ -38,13 +106,26 @@ struct UploadRefusalTests {
         // A token for another size does not fit this slot.
         let future = Int64(Date().timeIntervalSince1970) + 60
         let otherSize = try harness.putURL(for: slot, size: 99, type: "image/png", expires: future)
+            .replacingOccurrences(of: "size=99", with: "size=100")
         #expect(try await harness.put(UploadSlot(putURL: otherSize, getURL: slot.getURL, id: slot.id), bytes).status == 403)
+
+        // The slot's URL says whose it is, signed: it cannot be made another account's.
+        let bobs = slot.putURL.replacingOccurrences(of: "owner=alice", with: "owner=bob")
+        #expect(bobs != slot.putURL)
+        let stolen = try await harness.put(UploadSlot(putURL: bobs, getURL: slot.getURL, id: slot.id), bytes)
+        #expect(stolen.status == 403)
+        #expect(stolen.text == "The upload token is not valid\n")
+        // Nor another file name in the path (the URL's own file name percent-encoded another way
+        // is still the same slot: see aSlotIsSingleUse).
+        let renamed = slot.putURL.replacingOccurrences(of: "/photo.png?", with: "/photo.html?")
+        #expect(try await harness.put(UploadSlot(putURL: renamed, getURL: slot.getURL, id: slot.id), bytes).status == 403)
 
         let noToken = try await harness.put(UploadSlot(putURL: slot.getURL, getURL: slot.getURL, id: slot.id), bytes)
         #expect(noToken.status == 403)
-        let unknown = try await harness.send(.PUT, harness.base + "/upload/nope/x.png?expires=1&token=a")
+        #expect(noToken.text == "The upload URL lacks its token\n")
+        let unknown = try await harness.send(.PUT, harness.base + "/upload/nope/x.png?owner=alice&size=1&type=a%2Fb&expires=1&token=a")
         #expect(unknown.status == 403)
-        #expect(unknown.text == "No such upload slot\n")
+        #expect(unknown.text == "The upload token is not valid\n")
 
         // None of the refused PUTs used up the slot.
         #expect(try await harness.put(slot, bytes).status == 201)

@@ -30,6 +30,56 @@ import Testing
         }
     }
 
+    /// A PUT records its upload with the checks that make the slot single use and keep the
+    /// quotas, in one transaction.
+    @Test(arguments: Backend.allCases) func aClaimIsSingleUseAndKeepsTheQuotas(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
+        let hourAgo = Date().addingTimeInterval(-3600)
+        let claimed = try await storage.claimUpload(Self.record("a", size: 600, at: hourAgo), dailyQuota: 1000, totalQuota: 1500)
+        guard case .claimed(let record) = claimed else { Issue.record("not claimed: \(claimed)"); return }
+        #expect(record.accountID > 0 && record.state == .uploading)
+        #expect(try await storage.upload(id: "a")?.state == .uploading)
+        #expect(try await storage.claimUpload(Self.record("a", size: 600), dailyQuota: 0, totalQuota: 0) == .alreadyUsed)
+        // 600 in the last 24 hours (uploading counts): 500 more pass the daily quota.
+        let over = try await storage.claimUpload(Self.record("b", size: 500), dailyQuota: 1000, totalQuota: 0)
+        guard case .overDailyQuota(let oldest) = over else { Issue.record("not refused: \(over)"); return }
+        #expect(abs(oldest.timeIntervalSince(hourAgo)) < 0.001)
+        // 600 uploading or stored: 1000 more pass the total quota.
+        #expect(try await storage.claimUpload(Self.record("b", size: 1000), dailyQuota: 0, totalQuota: 1500) == .overTotalQuota)
+        #expect(try await storage.claimUpload(Self.record("b", size: 400), dailyQuota: 1000, totalQuota: 1500).isClaimed)
+        #expect(try await storage.uploads(of: "juliet").map(\.id) == ["a", "b"])
+        // Another account's quota is its own; an account that does not exist gets none.
+        #expect(try await storage.claimUpload(Self.record("c", owner: "romeo", size: 1000), dailyQuota: 1000, totalQuota: 1000).isClaimed)
+        await #expect(throws: StorageError.accountNotFound(username: "nobody")) {
+            try await storage.claimUpload(Self.record("d", owner: "nobody"), dailyQuota: 0, totalQuota: 0)
+        }
+        await #expect(throws: StorageError.accountNotFound(username: "nobody")) {
+            try await storage.uploadUsage(of: "nobody", since: Date())
+        }
+    }
+
+    /// Claims racing each other: one slot is claimed once, and an account's claims together
+    /// stay within its quota (PostgreSQL runs them on connections of their own).
+    @Test(arguments: Backend.allCases) func racingClaimsKeepTheQuotaAndTheSingleUse(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
+        let claims = try await withThrowingTaskGroup(of: UploadClaim.self) { group in
+            for index in 0..<10 {
+                group.addTask { try await storage.claimUpload(Self.record("q\(index)", size: 300), dailyQuota: 1000, totalQuota: 0) }
+                group.addTask { try await storage.claimUpload(Self.record("same", owner: "romeo"), dailyQuota: 0, totalQuota: 0) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        let juliets = try await storage.uploads(of: "juliet")
+        #expect(juliets.count == 3 && juliets.map(\.size).reduce(0, +) == 900)
+        #expect(try await storage.uploads(of: "romeo").map(\.id) == ["same"])
+        #expect(claims.filter(\.isClaimed).count == 4)
+        #expect(claims.filter { $0 == .alreadyUsed }.count == 9)
+    }
+
     @Test(arguments: Backend.allCases) func usageCountsRecentSlotsAndStoredBytes(_ backend: Backend) async throws {
         let fixture = try await StorageFixture(backend)
         defer { fixture.remove() }
@@ -56,6 +106,13 @@ import Testing
         #expect(try await storage.deleteAccount(username: "juliet", origin: .admin))
         #expect(try await storage.upload(id: "a") == nil)
         #expect(try await storage.upload(id: "b") != nil)
+    }
+}
+
+extension UploadClaim {
+    var isClaimed: Bool {
+        if case .claimed = self { return true }
+        return false
     }
 }
 

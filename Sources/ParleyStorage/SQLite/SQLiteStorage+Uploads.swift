@@ -11,17 +11,7 @@ extension SQLiteStorage: UploadMetadataStore {
         try await pool.write { db in
             var record = record
             record.accountID = try Self.existingAccountID(of: record.owner, in: db)
-            // Cached: a slot request's one write, parsed once rather than per slot.
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO uploads (id, account_id, filename, size, content_type, created_at, state)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
-                    """
-            ).execute(
-                arguments: [
-                    record.id, record.accountID, record.filename, record.size, record.contentType,
-                    Self.milliseconds(record.createdAt), record.state.rawValue,
-                ])
+            try Self.insert(record, in: db)
             return record
         }
     }
@@ -38,15 +28,48 @@ extension SQLiteStorage: UploadMetadataStore {
 
     public func uploadUsage(of owner: String, since date: Date) async throws -> (recent: Int64, stored: Int64) {
         try await pool.read { db in
+            let accountID = try Self.existingAccountID(of: owner, in: db)
             let row = try Row.fetchOne(
                 db.cachedStatement(
                     sql: """
-                        SELECT COALESCE(SUM(CASE WHEN uploads.created_at >= ? THEN uploads.size ELSE 0 END), 0) AS recent,
-                               COALESCE(SUM(CASE WHEN uploads.state = 'stored' THEN uploads.size ELSE 0 END), 0) AS stored
-                        FROM uploads JOIN accounts ON accounts.id = uploads.account_id WHERE accounts.username = ?
+                        SELECT COALESCE(SUM(CASE WHEN created_at >= ? THEN size ELSE 0 END), 0) AS recent,
+                               COALESCE(SUM(CASE WHEN state = 'stored' THEN size ELSE 0 END), 0) AS stored
+                        FROM uploads WHERE account_id = ?
                         """),
-                arguments: [Self.milliseconds(date), owner])
+                arguments: [Self.milliseconds(date), accountID])
             return (row?["recent"] ?? 0, row?["stored"] ?? 0)
+        }
+    }
+
+    public func claimUpload(_ record: UploadRecord, dailyQuota: Int64, totalQuota: Int64) async throws -> UploadClaim {
+        try await pool.write { db in
+            var record = record
+            record.accountID = try Self.existingAccountID(of: record.owner, in: db)
+            record.state = .uploading
+            let taken = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM uploads WHERE id = ?)"), arguments: [record.id])
+            if taken == true { return .alreadyUsed }
+            if dailyQuota > 0 || totalQuota > 0 {
+                // Read and insert in one write transaction: two PUTs of one account cannot both
+                // pass a quota that only one of them fits in.
+                let dayAgo = Self.milliseconds(record.createdAt.addingTimeInterval(-86_400))
+                let row = try Row.fetchOne(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT COALESCE(SUM(CASE WHEN created_at >= ? THEN size ELSE 0 END), 0),
+                                   COALESCE(SUM(CASE WHEN state <> 'pending' THEN size ELSE 0 END), 0),
+                                   MIN(CASE WHEN created_at >= ? THEN created_at END)
+                            FROM uploads WHERE account_id = ?
+                            """),
+                    arguments: [dayAgo, dayAgo, record.accountID])
+                let recent: Int64 = row?[0] ?? 0, stored: Int64 = row?[1] ?? 0
+                if dailyQuota > 0, recent + record.size > dailyQuota {
+                    let oldest: Int64? = row?[2]
+                    return .overDailyQuota(oldest: oldest.map(Self.date(milliseconds:)) ?? record.createdAt)
+                }
+                if totalQuota > 0, stored + record.size > totalQuota { return .overTotalQuota }
+            }
+            try Self.insert(record, in: db)
+            return .claimed(record)
         }
     }
 
@@ -100,6 +123,19 @@ extension SQLiteStorage: UploadMetadataStore {
                 arguments: [Self.milliseconds(date), limit]
             ).map(Self.record)
         }
+    }
+
+    private static func insert(_ record: UploadRecord, in db: Database) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO uploads (id, account_id, filename, size, content_type, created_at, state)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """
+        ).execute(
+            arguments: [
+                record.id, record.accountID, record.filename, record.size, record.contentType,
+                milliseconds(record.createdAt), record.state.rawValue,
+            ])
     }
 
     private static func record(_ row: Row) -> UploadRecord {

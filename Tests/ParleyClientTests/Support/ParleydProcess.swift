@@ -19,9 +19,11 @@ final class ParleydProcess: @unchecked Sendable {
 
     let directory: String
     let port: Int
-    private var process: Process?
+    private var process: ChildProcess?
 
     var configPath: String { directory + "/parleyd.yaml" }
+    /// The running server's process id.
+    var pid: Int32? { process.flatMap { $0.isRunning ? $0.pid : nil } }
 
     /// Writes a configuration for 127.0.0.1 on a free port; `extra` is appended YAML.
     init(extra: String = "") throws {
@@ -47,27 +49,26 @@ final class ParleydProcess: @unchecked Sendable {
     }
 
     deinit {
-        if let process, process.isRunning { process.terminate() }
+        process?.kill()
         try? FileManager.default.removeItem(atPath: directory)
     }
 
     func addUser(_ username: String, password: String) throws {
         let command = try command(["adduser", "--config", configPath, username], environment: ["PARLEYD_PASSWORD": password])
-        command.standardOutput = FileHandle.nullDevice
-        try ProcessLaunch.run(command)
-        command.waitUntilExit()
-        guard command.terminationStatus == 0 else { throw ProcessFailure(description: "parleyd adduser exited \(command.terminationStatus)") }
+        guard let status = command.waitForExit(blockingFor: .seconds(30)) else {
+            command.stop(grace: .zero)
+            throw ProcessFailure(description: "parleyd adduser did not finish within 30 s")
+        }
+        guard status == 0 else { throw ProcessFailure(description: "parleyd adduser exited with wait status \(status)") }
     }
 
     /// Starts the server and returns once it accepts connections.
     func start() async throws {
         let process = try command(["run", "--config", configPath])
-        process.standardOutput = FileHandle.nullDevice
-        try ProcessLaunch.run(process)
         self.process = process
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline {
-            guard process.isRunning else { throw ProcessFailure(description: "parleyd exited \(process.terminationStatus) on start") }
+            if let status = process.status { throw ProcessFailure(description: "parleyd exited with wait status \(status) on start") }
             if LoopbackPort.accepts(port) { return }
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -76,15 +77,12 @@ final class ParleydProcess: @unchecked Sendable {
 
     /// SIGKILL: nothing is flushed or closed politely.
     func kill() {
-        guard let process, process.isRunning else { return }
-        Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process?.kill()
     }
 
+    /// SIGTERM (a graceful shutdown), SIGKILL if that takes over 10 s.
     func stop() {
-        guard let process, process.isRunning else { return }
-        process.terminate()
-        process.waitUntilExit()
+        process?.stop(grace: .seconds(10))
     }
 
     /// The self-signed certificate the server made on its first start.
@@ -102,14 +100,13 @@ final class ParleydProcess: @unchecked Sendable {
         return configuration
     }
 
-    private func command(_ arguments: [String], environment: [String: String] = [:]) throws -> Process {
+    /// Output to a log in the server's directory. (Every path in the configuration is absolute:
+    /// the working directory does not matter.)
+    private func command(_ arguments: [String], environment: [String: String] = [:]) throws -> ChildProcess {
         guard let executable = Self.executable else { throw ProcessFailure(description: "parleyd is not built next to the tests") }
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        return process
+        return try ChildProcess(
+            executable.path, arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+            output: directory + "/parleyd.log")
     }
 }
 
