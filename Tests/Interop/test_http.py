@@ -50,13 +50,15 @@ def test_https_health_with_the_c2s_certificate(parleyd):
 @pytest.mark.parleyd_config("http:\n  enabled: true\n  port: 0\n")
 def test_upload_without_a_slot_is_refused_with_a_reason(parleyd):
     base = _base_url(parleyd)
+    # A slot's PUT URL describes the slot and is signed by the server: one made up by the
+    # client, complete but for a real token, is refused with the reason.
+    forged = "upload/0123abcd/photo.png?owner=alice&size=10&type=image%2Fpng&expires=4102444800&token=00"
     request = urllib.request.Request(
-        base + "upload/0123abcd/photo.png?expires=1&token=00", data=b"x" * 10, method="PUT",
-        headers={"Content-Type": "image/png"})
+        base + forged, data=b"x" * 10, method="PUT", headers={"Content-Type": "image/png"})
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=5, context=_unverified())
     assert refused.value.code == 403
-    assert refused.value.read() == b"No such upload slot\n"
+    assert refused.value.read() == b"The upload token is not valid\n"
     assert refused.value.headers["Access-Control-Allow-Origin"] == "*"
 
     with pytest.raises(urllib.error.HTTPError) as missing:
