@@ -39,9 +39,7 @@ struct MUCArchiveRequest: Sendable {
                 case "with":
                     try filter(with: value, room: room, serverDomain: serverDomain, mayReadRealJIDs: mayReadRealJIDs)
                 case "start", "end":
-                    guard let date = ArchivePaging.date(value) else {
-                        throw StanzaError(.badRequest, text: "'\(name)' is not an XEP-0082 date and time.")
-                    }
+                    let date = try ArchivePaging.date(field: name, value)
                     if name == "start" { query.start = date } else { query.end = date }
                 case "after-id":
                     query.afterID = value

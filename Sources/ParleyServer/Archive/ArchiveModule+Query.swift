@@ -96,9 +96,7 @@ extension ArchiveModule {
                     query.with = jid.description
                     query.withIsFull = jid.isFull
                 case "start", "end":
-                    guard let date = ArchivePaging.date(value) else {
-                        throw StanzaError(.badRequest, text: "'\(name)' is not an XEP-0082 date and time.")
-                    }
+                    let date = try ArchivePaging.date(field: name, value)
                     if name == "start" { query.start = date } else { query.end = date }
                 case "after-id":
                     query.afterID = value

@@ -27,6 +27,14 @@ public struct ArchivePaging: Sendable, Hashable {
         }
     }
 
+    /// The `start` or `end` field of a query form: an XEP-0082 date and time, or `bad-request`.
+    public static func date(field name: String, _ value: String) throws(StanzaError) -> Date {
+        guard let date = date(value) else {
+            throw StanzaError(.badRequest, text: "'\(name)' is not an XEP-0082 date and time.")
+        }
+        return date
+    }
+
     /// An XEP-0082 date and time, with or without fractional seconds.
     public static func date(_ text: String) -> Date? {
         let formatter = ISO8601DateFormatter()
