@@ -1,10 +1,6 @@
 import Foundation
 import ParleyTestSupport
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The real `parleyd` executable (built next to the tests) in a process of its own, started
 /// from the shipped defaults plus a port and a data directory, so that a test can SIGKILL it
 /// at a moment of its choosing (see `FaultInjection`) and look at what its database kept.
@@ -17,7 +13,7 @@ final class ParleydKillable: @unchecked Sendable {
 
     let directory: String
     let port: Int
-    private var process: Process?
+    private var process: ChildProcess?
 
     var configPath: String { directory + "/parleyd.yaml" }
     var databasePath: String { directory + "/data/parley.sqlite" }
@@ -49,21 +45,20 @@ final class ParleydKillable: @unchecked Sendable {
 
     func addUser(_ username: String, password: String) throws {
         let command = try command(["adduser", "--config", configPath, username], environment: ["PARLEYD_PASSWORD": password])
-        command.standardOutput = FileHandle.nullDevice
-        try ProcessLaunch.run(command)
-        command.waitUntilExit()
-        guard command.terminationStatus == 0 else { throw ScenarioFailure("parleyd adduser exited \(command.terminationStatus)") }
+        guard let status = command.waitForExit(blockingFor: .seconds(30)) else {
+            command.stop(grace: .zero)
+            throw ScenarioFailure("parleyd adduser did not finish within 30 s")
+        }
+        guard status == 0 else { throw ScenarioFailure("parleyd adduser exited with wait status \(status)") }
     }
 
     /// Starts the server and returns once it accepts connections.
     func start(environment: [String: String] = [:]) async throws {
         let process = try command(["run", "--config", configPath], environment: environment)
-        process.standardOutput = FileHandle.nullDevice
-        try ProcessLaunch.run(process)
         self.process = process
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
-            guard process.isRunning else { throw ScenarioFailure("parleyd exited \(process.terminationStatus) on start") }
+            if let status = process.status { throw ScenarioFailure("parleyd exited with wait status \(status) on start") }
             if LoopbackPort.accepts(port) { return }
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -72,18 +67,15 @@ final class ParleydKillable: @unchecked Sendable {
 
     /// SIGKILL: nothing is flushed, committed or closed.
     func kill() {
-        guard let process, process.isRunning else { return }
-        Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process?.kill()
     }
 
-    private func command(_ arguments: [String], environment: [String: String] = [:]) throws -> Process {
+    /// Through `ChildProcess` (posix_spawn, reaped with waitpid) like the client suites' parleyd,
+    /// not Foundation's `Process`, whose children inherit the signal mask of the test's threads.
+    private func command(_ arguments: [String], environment: [String: String] = [:]) throws -> ChildProcess {
         guard let executable = Self.executable else { throw ScenarioFailure("parleyd is not built next to the tests") }
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        return process
+        return try ChildProcess(
+            executable.path, arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+            output: directory + "/parleyd.log")
     }
 }
