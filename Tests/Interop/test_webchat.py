@@ -108,6 +108,7 @@ def test_the_web_chat_in_chromium_with_slixmpp_peers(parleyd, browser, tmp_path)
             vcard["PHOTO"]["BINVAL"] = avatar
             await b.plugin["xep_0054"].publish_vcard(vcard, timeout=TIMEOUT)
             await b.online()
+            await c.online()
             await _log_in(page, url, alice)
 
             # A friend request from slixmpp, accepted in the page; the page asks back.
@@ -123,6 +124,21 @@ def test_the_web_chat_in_chromium_with_slixmpp_peers(parleyd, browser, tmp_path)
             await page.wait(f"{_contact(bob.jid)} && {_contact(bob.jid)}.dataset.show === 'available'",
                             "bob in the roster, online")
             await page.wait(f"!{pending}", "the request gone once accepted")
+            # A request declined: carol hears no; then the page sends one, which she approves.
+            c.auto_authorize = None
+            c.send_presence(pto=alice.jid, ptype="subscribe")
+            await page.wait(f"document.querySelector('#requests li[data-jid={_q(carol.jid)}]')", "carol's friend request")
+            page.click(f"#requests li[data-jid='{carol.jid}'] button.decline")
+            await c.wait_presence("unsubscribed", alice.jid)
+            await page.wait(f"!document.querySelector('#requests li[data-jid={_q(carol.jid)}]')", "carol's request gone")
+            assert not page.js(f"return {_contact(carol.jid)};"), "a declined request became a contact"
+            c.auto_authorize = True
+            page.fill("#add-contact-jid", carol.jid)
+            page.click("#add-contact button")
+            await c.wait_presence("subscribe", alice.jid)
+            await page.wait(f"{_contact(carol.jid)} && {_contact(carol.jid)}.dataset.show === 'available'",
+                            "carol in the roster, online, once she approved")
+
             # His vCard: the nickname as display name, the photo as avatar.
             await page.wait(f"{_contact(bob.jid)}.querySelector('.name').textContent === 'Bobby'", "bob's vCard nickname")
             src = await page.wait(f"{_contact(bob.jid)}.querySelector('.avatar img')?.src", "bob's vCard photo")

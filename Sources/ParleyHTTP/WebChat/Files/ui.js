@@ -228,6 +228,7 @@ function renderConversation() {
   $("composer").hidden = !conversation;
   $("leave-room").hidden = !room;
   $("occupants").hidden = !room;
+  $("peer-avatar").hidden = !conversation;
   if (!conversation) {
     $("peer-name").textContent = "No conversation open";
     $("peer-detail").textContent = "Pick a contact or a room.";
