@@ -8,6 +8,8 @@ headers, the switch that turns the chat off, and Debian's strophe.js on the same
 from __future__ import annotations
 
 import json
+import socket
+import threading
 import urllib.parse
 import urllib.request
 
@@ -40,8 +42,11 @@ async def _log_in(page, url: str, account) -> None:
     page.fill("#login-jid", account.jid)
     page.fill("#login-password", account.password)
     page.click("#login-button")
-    await page.wait("!document.getElementById('app').hidden && document.getElementById('status-line').dataset.status === 'online'",
-                    f"{account.jid} logged in to the web chat")
+    outcome = await page.wait(
+        "document.getElementById('login-error').textContent || (!document.getElementById('app').hidden"
+        " && document.getElementById('status-line').dataset.status === 'online' && 'online')",
+        f"{account.jid} logged in to the web chat")
+    assert outcome == "online", f"the login of {account.jid} failed: {outcome}. {page.describe()}"
 
 
 async def _next_with_body(client, what: str):
@@ -85,6 +90,27 @@ def test_the_chat_can_be_switched_off(parleyd):
     assert "web chat:" not in parleyd.stdout_path.read_text()
     # The WebSocket endpoint stays.
     assert request(parleyd, "/.well-known/host-meta.json").status == 200
+
+
+def test_a_spare_browser_connection_does_not_hold_the_shutdown(parleyd):
+    """Browsers open HTTPS connections ahead of need and may never send a request on them;
+    one such connection must not keep parleyd from stopping (it did, for ever)."""
+    port = int(http_base(parleyd).rstrip("/").rsplit(":", 1)[1])
+    spare = trusting(parleyd).wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10), server_hostname="localhost")
+
+    def answer_close_notify():
+        try:
+            if spare.recv(1) == b"":
+                spare.unwrap()
+        except OSError:
+            pass
+
+    closer = threading.Thread(target=answer_close_notify, daemon=True)
+    closer.start()
+    parleyd.stop()
+    closer.join(5)
+    spare.close()
+    assert parleyd.exit_status == 0 and parleyd.stop_seconds < 3, (parleyd.exit_status, parleyd.stop_seconds)
 
 
 def test_the_web_chat_in_chromium_with_slixmpp_peers(parleyd, browser, tmp_path):  # noqa: F811
