@@ -217,6 +217,8 @@ def test_the_web_chat_in_chromium_with_slixmpp_peers(parleyd, browser, tmp_path)
             page.js("window.parleyChat.connection.ws.close()")
             await page.wait("document.getElementById('status-line').dataset.status !== 'online'", "the page noticing the drop")
             await page.wait("document.getElementById('status-line').dataset.status === 'online'", "the page back online")
+            # Stream management resumed the session (no new login): the server kept it.
+            assert page.js("return window.parleyChat.connection.resumptions;") == 1, page.describe()
             b.send_message(mto=alice.jid, mbody="after the reconnect", mtype="chat")
             await page.wait(_message_shown("after the reconnect", outgoing=False), "a message after the reconnect")
 

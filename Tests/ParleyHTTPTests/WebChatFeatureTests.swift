@@ -72,7 +72,7 @@ struct WebChatFeatureTests {
                 }
             }
         }
-        #expect(referenced.isSuperset(of: ["ui.js", "chat.css", "client.js", "connection.js", "xml.js", "scram.js"]))
+        #expect(referenced.isSuperset(of: ["ui.js", "chat.css", "client.js", "connection.js", "conversation.js", "rooms.js", "xml.js", "scram.js"]))
         #expect(referenced.subtracting(WebChatFiles.all.keys).isEmpty, "\(referenced.subtracting(WebChatFiles.all.keys))")
     }
 

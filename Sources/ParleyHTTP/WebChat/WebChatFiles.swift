@@ -26,6 +26,7 @@ enum WebChatFiles {
         "scram.js": WebChatFile(PackageResources.scram_js, "text/javascript; charset=utf-8"),
         "connection.js": WebChatFile(PackageResources.connection_js, "text/javascript; charset=utf-8"),
         "conversation.js": WebChatFile(PackageResources.conversation_js, "text/javascript; charset=utf-8"),
+        "rooms.js": WebChatFile(PackageResources.rooms_js, "text/javascript; charset=utf-8"),
         "client.js": WebChatFile(PackageResources.client_js, "text/javascript; charset=utf-8"),
         "ui.js": WebChatFile(PackageResources.ui_js, "text/javascript; charset=utf-8"),
         "icon.svg": WebChatFile(PackageResources.icon_svg, "image/svg+xml"),

@@ -108,6 +108,7 @@ export class Connection {
         this.sm.unacked = [];
         this.sm.outbound = Number(answer.getAttribute("h"));
         for (const [, stanza] of unacked) this.send(stanza);
+        this.resumptions = (this.resumptions || 0) + 1;
         this.onStatus("online", { resumed: true });
         return true;
       }
