@@ -235,6 +235,19 @@ def test_the_web_chat_in_chromium_with_slixmpp_peers(parleyd, browser, tmp_path)
             page.click("#older")
             await page.wait(_message_shown("hello from the browser", outgoing=True), "the first message, from an older page")
             await page.wait(_message_shown("hi browser, from slixmpp", outgoing=False), "slixmpp's first message, from an older page")
+            # Errors are one line at the top: the page's own checks and the server's stanza errors.
+            page.fill("#join-room-name", "no spaces allowed")
+            page.click("#join-room button")
+            shown = await page.wait("!document.getElementById('error').hidden && document.getElementById('error').textContent",
+                                    "the error line for a bad room name")
+            assert shown == '"no spaces allowed@conference.localhost" is not a room name', shown
+            page.click("#error")  # dismissed by a click
+            page.fill("#add-contact-jid", "someone@nowhere.invalid")
+            page.click("#add-contact button")
+            shown = await page.wait("!document.getElementById('error').hidden && document.getElementById('error').textContent",
+                                    "the error line for a request the server could not deliver")
+            assert shown.startswith("Presence to someone@nowhere.invalid failed: remote-server-not-found"), shown
+
             # Everything above ran under the page's CSP without tripping it.
             refused = [entry for entry in page.console() if "Content Security Policy" in entry]
             assert not refused, refused
