@@ -271,6 +271,31 @@ def test_a_wrong_password_is_one_clear_line(parleyd, browser):  # noqa: F811
     run(scenario())
 
 
+def test_the_pages_scram_computes_the_rfc_7677_example(parleyd, browser):  # noqa: F811
+    """scram.js in the browser's WebCrypto against RFC 7677's SCRAM-SHA-256 example: the
+    client's final message and the server signature it accepts."""
+    page = browser
+    page.open(chat_url(parleyd))
+    result = page.driver.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        import("./scram.js").then(async ({ ScramSHA256, base64ToUTF8, utf8ToBase64 }) => {
+          const scram = new ScramSHA256("user", "pencil");
+          scram.nonce = "rOprNGfwEbeRWgbNEkqO";
+          scram.clientFirstBare = "n=user,r=" + scram.nonce;
+          const first = base64ToUTF8(scram.first());
+          const final = base64ToUTF8(await scram.respond(utf8ToBase64(
+            "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096")));
+          done({ first, final,
+                 good: scram.verify(utf8ToBase64("v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=")),
+                 forged: scram.verify(utf8ToBase64("v=AAAATRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=")) });
+        }).catch((error) => done({ error: String(error) }));
+    """)
+    assert result == {
+        "first": "n,,n=user,r=rOprNGfwEbeRWgbNEkqO",
+        "final": "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=",
+        "good": True, "forged": False}, result
+
+
 # Transports strophe.js is tested over; BOSH joins when parleyd serves it.
 STROPHE_TRANSPORTS = {"websocket": websocket_url}
 
