@@ -303,6 +303,10 @@ export class Client {
         this.chatMessage(inner, { archiveID, time, history: true, outgoing: room ? undefined : bare(inner.getAttribute("from") || "") === this.me });
       }
       conversation.complete = fin && fin.getAttribute("complete") === "true" || collected.length === 0;
+    } catch (error) {
+      // A room whose owners switched its archive off has no history to page: not a failure.
+      if (room && /^(feature-not-implemented|service-unavailable)/.test(error.message)) conversation.complete = true;
+      else throw error;
     } finally {
       conversation.loading = false;
       this.mamQueries.delete(queryid);
