@@ -111,7 +111,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "GRDB", package: "GRDB.swift"),
-            ]),
+            ],
+            // The web chat's static files, compiled in (see WebChat/WebChatFiles.swift for why
+            // not a resource bundle).
+            resources: ["index.html", "chat.css", "xml.js", "scram.js", "connection.js", "conversation.js", "rooms.js", "client.js", "ui.js", "icon.svg"]
+                .map { .embedInCode("WebChat/Files/\($0)") }),
         // A hosted service (XEP-0045 at conference.<domain>): it uses ParleyServer's public
         // API, and ParleyServer never imports it; parleyd wires it in.
         .target(

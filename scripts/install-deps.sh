@@ -10,6 +10,9 @@ debian_packages+=(openssl time)
 # The PostgreSQL storage tests start a throwaway cluster of their own (the packaged one must
 # not start: policy-rc.d below), as the postgres user.
 debian_packages+=(postgresql)
+# The web chat tests drive a real browser (headless Chromium through chromedriver) and load
+# Debian's strophe.js in a page of their own.
+debian_packages+=(chromium chromium-driver libjs-strophe)
 python_packages=("slixmpp==1.17.0" "pytest")
 
 missing=()
@@ -37,6 +40,8 @@ python3 -c "import slixmpp; assert slixmpp.__version__ == '1.17.0'" 2>/dev/null 
 python3 -c "import pytest" 2>/dev/null || python_missing+=("pytest")
 # slixmpp's XEP-0363 plugin uploads with aiohttp (test_upload.py).
 python3 -c "import aiohttp" 2>/dev/null || python_missing+=("aiohttp")
+# The web chat tests' browser driver (test_webchat.py, browser_support.py).
+python3 -c "import selenium" 2>/dev/null || python_missing+=("selenium")
 if [ ${#python_missing[@]} -gt 0 ]; then
     echo "installing Python packages: ${python_missing[*]}"
     python3 -m pip install --quiet --disable-pip-version-check "${python_missing[@]}"

@@ -14,6 +14,8 @@ public final class ParleyHTTPServer: Service, Sendable {
     public let uploads: UploadMaintenance?
     /// XEP-0156 discovery of the WebSocket endpoint; nil when WebSocket is off.
     public let hostMeta: HostMetaFeature?
+    /// Where the web chat is (`/chat/`); nil when it is off, or WebSocket is.
+    public let webChatPath: String?
     private let feed: any AccountChangeFeed
     private let configuration: HTTPConfiguration
     private let maintenanceInterval: Duration
@@ -51,8 +53,13 @@ public final class ParleyHTTPServer: Service, Sendable {
                 httpBase: Self.baseURL(http, domain: configuration.domain, port: http.port), path: http.webSocket.path))
             features.append(meta)
             hostMeta = meta
+            if http.webChat.enabled {
+                let slots = uploadSlots
+                features.append(WebChatFeature(path: http.webChat.path, webSocketURL: { meta.url }, uploadBaseURL: { slots?.baseURL }))
+            }
         }
         self.hostMeta = hostMeta
+        webChatPath = hostMeta != nil && http.webChat.enabled ? http.webChat.path + "/" : nil
         let slots = uploadSlots, domain = configuration.domain, announced = hostMeta
         service = try HTTPService(
             configuration: http, certificatePath: certificatePath, keyPath: keyPath,

@@ -29,6 +29,7 @@ struct HTTPLauncher: Service {
                 let host = address.ipAddress ?? "?"
                 print("  \(scheme): \(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(address.port ?? 0)/ (uploads: \(http.uploadSlots?.baseURL ?? "disabled"))")
                 if let webSocket = http.hostMeta?.url { print("  websocket: \(webSocket) (announced at /.well-known/host-meta)") }
+                if let chat = http.webChatPath { print("  web chat: \(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(address.port ?? 0)\(chat)") }
                 fflush(nil)
             }
         }

@@ -80,7 +80,16 @@ struct WebSocketUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
 
     func handle(value: Value, logger: Logger) async {
         do {
-            switch try await value.upgradeResult.get() {
+            // A connection that has not sent its first request yet (browsers open spare ones
+            // ahead of need) would hold a graceful shutdown for ever: nothing else completes
+            // this future, and cancellation does not reach it. Closing it fails the future.
+            let channel = value.channel
+            let upgradeResult = try await withGracefulShutdownHandler {
+                try await value.upgradeResult.get()
+            } onGracefulShutdown: {
+                channel.close(promise: nil)
+            }
+            switch upgradeResult {
             case .notUpgraded(let http):
                 await handleHTTP(asyncChannel: http, logger: logger)
             case .refused(let http, let refusal):

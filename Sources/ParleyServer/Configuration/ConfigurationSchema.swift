@@ -73,6 +73,8 @@ enum ConfigurationSchema {
         "websocket.path": .scalar,
         "websocket.max_message_size": .scalar,
         "websocket.allowed_origins": .list,
+        "webchat.enabled": .scalar,
+        "webchat.path": .scalar,
         "metrics.enabled": .scalar,
         "metrics.address": .scalar,
         "metrics.port": .scalar,

@@ -16,8 +16,18 @@ public struct HTTPConfiguration: Sendable, Hashable {
     public var publicURL: String?
     public var upload = Upload()
     public var webSocket = WebSocket()
+    public var webChat = WebChat()
 
     public init() {}
+
+    /// The web chat parleyd serves (static files speaking XMPP over the WebSocket endpoint).
+    public struct WebChat: Sendable, Hashable {
+        /// Served only when the WebSocket endpoint is on too: the page has no other way in.
+        public var enabled = true
+        public var path = "/chat"
+
+        public init() {}
+    }
 
     /// XMPP over WebSocket (RFC 7395), announced through XEP-0156 host-meta.
     public struct WebSocket: Sendable, Hashable {

@@ -53,5 +53,16 @@ extension ServerConfiguration {
         webSocket.maxMessageBytes = try values.positiveInt("websocket.max_message_size", default: webSocket.maxMessageBytes)
         webSocket.allowedOrigins = try values.stringList("websocket.allowed_origins", default: webSocket.allowedOrigins)
         http.webSocket = webSocket
+
+        var webChat = http.webChat
+        webChat.enabled = try values.bool("webchat.enabled", default: webChat.enabled)
+        webChat.path = try values.string("webchat.path", default: webChat.path)
+        while webChat.path.count > 1, webChat.path.hasSuffix("/") { webChat.path.removeLast() }
+        guard webChat.path.hasPrefix("/"), webChat.path.count > 1,
+            !webChat.path.contains(where: { "?#{}:*".contains($0) }), webChat.path != webSocket.path
+        else {
+            throw values.error("webchat.path", "expected an absolute path of its own such as /chat, got \"\(webChat.path)\"")
+        }
+        http.webChat = webChat
     }
 }
