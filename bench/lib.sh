@@ -38,6 +38,7 @@ bench_tmp() { # prefix [parent-directory]
 
 bench_cleanup() {
     exec 3>&- 2>/dev/null || true
+    postgres_stop
     [ -n "$client_pid" ] && kill "$client_pid" 2>/dev/null || true
     [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
     [ -n "$server_pid" ] && wait "$server_pid" 2>/dev/null || true
@@ -168,6 +169,43 @@ stop_server() {
     kill -9 "$server_pid" 2>/dev/null || true
     wait "$server_pid" 2>/dev/null || true
     server_pid=""
+}
+
+# A throwaway PostgreSQL cluster under $tmp/postgres for parleyd's `storage.backend:
+# postgresql` (as the tests' PostgresCluster makes one): initdb, then pg_ctl on a free port of
+# 127.0.0.1, as the postgres user when run as root (PostgreSQL refuses root). fsync stays on:
+# the benchmark measures durable commits. Sets postgres_url; postgres_stop (called by the
+# cleanup) stops it.
+postgres_dir=""
+postgres_start() {
+    local bin
+    bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+    [ -x "$bin/initdb" ] || { echo "PostgreSQL is not installed (scripts/install-deps.sh)" >&2; exit 1; }
+    postgres_bin=$bin
+    postgres_dir=$tmp/postgres
+    postgres_port=$(free_port)
+    mkdir -p "$postgres_dir"
+    postgres_as=()
+    if [ "$(id -u)" = 0 ]; then
+        chmod o+x "$tmp"  # mktemp's 0700 would keep the postgres user out
+        chown postgres "$postgres_dir"
+        postgres_as=(runuser -u postgres --)
+    fi
+    "${postgres_as[@]}" "$bin/initdb" -D "$postgres_dir/data" -A trust -U parley -E UTF8 --locale=C > "$postgres_dir/initdb.log" 2>&1
+    "${postgres_as[@]}" "$bin/pg_ctl" -D "$postgres_dir/data" -l "$postgres_dir/log" -w -t 60 \
+        -o "-p $postgres_port -k $postgres_dir -c listen_addresses=127.0.0.1 -c max_connections=100" start > /dev/null
+    "$bin/createdb" -h 127.0.0.1 -p "$postgres_port" -U parley parley
+    postgres_url="postgres://parley@127.0.0.1:$postgres_port/parley?sslmode=disable"
+}
+
+postgres_stop() {
+    [ -n "$postgres_dir" ] && [ -d "$postgres_dir/data" ] || return 0
+    "${postgres_as[@]}" "$postgres_bin/pg_ctl" -D "$postgres_dir/data" -m immediate stop > /dev/null 2>&1 || true
+    postgres_dir=""
+}
+
+postgres_psql() { # sql
+    psql -h 127.0.0.1 -p "$postgres_port" -U parley -d parley -tAc "$1"
 }
 
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$server_pid/status"; }

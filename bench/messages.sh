@@ -30,8 +30,12 @@
 # The summary gives p99/p50 at full speed (fairness: no stream should wait much longer than the
 # others) and the load average, as the machine is shared.
 #
+# STORAGE=postgresql runs parleyd on a throwaway PostgreSQL cluster (fsync on, in the same
+# temporary directory) instead of SQLite: the accounts are seeded into SQLite, then copied
+# with `parleyd storage copy`, and the offline phase counts the stored rows with psql.
+#
 # Needs the release builds of parleyd and ParleyBench (make bench builds them) and prosody.
-# Knobs: MODE PAIRS PHASE_SECONDS WINDOW RATE THREADS SERVERS OFFLINE_SERVERS OFFLINE_SENDERS
+# Knobs: MODE STORAGE PAIRS PHASE_SECONDS WINDOW RATE THREADS SERVERS OFFLINE_SERVERS OFFLINE_SENDERS
 #        OFFLINE_RECIPIENTS OFFLINE_PER_RECIPIENT ARCHIVE BENCH_TMP_PARENT (default /var/tmp) KEEP_TMP
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,11 +46,12 @@ WINDOW=${WINDOW:-4}
 RATE=${RATE:-2000}
 THREADS=${THREADS:-2}
 SERVERS=${SERVERS:-"parleyd prosody"}
-OFFLINE_SERVERS=${OFFLINE_SERVERS:-"parleyd prosody"}
+OFFLINE_SERVERS=${OFFLINE_SERVERS-"parleyd prosody"}  # empty: no offline phase
 OFFLINE_SENDERS=${OFFLINE_SENDERS:-20}
 OFFLINE_RECIPIENTS=${OFFLINE_RECIPIENTS:-2}
 OFFLINE_PER_RECIPIENT=${OFFLINE_PER_RECIPIENT:-20000}
 MODE=${MODE:-bare}
+STORAGE=${STORAGE:-sqlite}
 . bench/lib.sh
 
 first_offline_user=$((2 * PAIRS + 1))
@@ -86,6 +91,19 @@ defaults)
     ;;
 esac
 seed_users "$USERS"
+case $STORAGE in
+sqlite) ;;
+postgresql)
+    postgres_start
+    export PARLEYD_STORAGE_BACKEND=postgresql PARLEYD_STORAGE_URL="$postgres_url"
+    "$PARLEYD" storage copy --config "$tmp/parleyd/parleyd.yaml" --from-sqlite "$tmp/parleyd/data" > /dev/null
+    echo "parleyd on PostgreSQL ($("$postgres_bin/postgres" --version)), accounts copied from the seeded SQLite file"
+    ;;
+*)
+    echo "messages.sh: STORAGE is sqlite or postgresql, not '$STORAGE'" >&2
+    exit 1
+    ;;
+esac
 
 failed=""
 declare -A result
@@ -112,7 +130,11 @@ for name in $SERVERS; do
     if [[ " $OFFLINE_SERVERS " == *" $name "* ]]; then
         echo "== $name: offline, $OFFLINE_SENDERS senders -> $OFFLINE_RECIPIENTS × $OFFLINE_PER_RECIPIENT messages"
         sqlite=()
-        [ "$name" = parleyd ] && sqlite=(--sqlite "$tmp/parleyd/data/parley.sqlite")
+        if [ "$name" = parleyd ] && [ "$STORAGE" = postgresql ]; then
+            sqlite=(--count-command "psql -h 127.0.0.1 -p $postgres_port -U parley -d parley -tAc 'SELECT COUNT(*) FROM offline_messages'")
+        elif [ "$name" = parleyd ]; then
+            sqlite=(--sqlite "$tmp/parleyd/data/parley.sqlite")
+        fi
         out=$("$BENCH" offline --port "$port" --first-user "$first_offline_user" --senders "$OFFLINE_SENDERS" \
             --recipients "$OFFLINE_RECIPIENTS" --per-recipient "$OFFLINE_PER_RECIPIENT" --threads "$THREADS" \
             --password "$PASSWORD" --server-pid "$server_pid" --label "$name" "${sqlite[@]}") \
@@ -126,7 +148,7 @@ done
 get() { echo "${result[$1]:--}"; }
 sum() { awk 'BEGIN { for (i = 1; i < ARGC; i++) { if (ARGV[i] == "-") { print "-"; exit } s += ARGV[i] } print s + 0 }' "$@"; }
 echo
-echo "mode $MODE; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "mode $MODE, parleyd storage $STORAGE; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "message benchmark: $PAIRS pairs ($((2 * PAIRS)) sessions), $PHASE_SECONDS s per phase; full speed with" \
     "$WINDOW in flight per direction; fixed rate $RATE msg/s; CPU = server user+system s per 10k delivered"
 printf '%-8s | %9s %8s %8s %9s | %8s %8s %8s %9s | %5s %6s | %9s | %9s %9s\n' server 'msg/s' p50_ms p99_ms cpu/10k \

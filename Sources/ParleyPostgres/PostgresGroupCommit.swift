@@ -134,65 +134,102 @@ final class PostgresGroupCommit: @unchecked Sendable {
         return batch
     }
 
+    /// The batch in a few round trips (`PostgresBatchRows`): the accounts, then the offline
+    /// counts, each in one query; the offline rows and the archive rows each in one INSERT
+    /// (per 2,000 rows). Requests keep their order: ids increase along the batch, a quota
+    /// counts the rows stored before it in the batch, and a deletion sees them.
     private static func apply(
         _ batch: [Request], at date: Date, _ connection: PostgresConnection, logger: Logger
     ) async throws -> [Result<Int64, any Error>] {
-        var accountIDs: [String: Int64?] = [:]
-        // Messages each account holds, counting those stored earlier in this batch.
-        var counts: [Int64: Int] = [:]
-        let now = Milliseconds.from(date)
-        var results: [Result<Int64, any Error>] = []
+        var usernames = Set<String>()
         for request in batch {
-            if case .archive(let entries, let maxPerUser) = request.operation {
-                try await PostgresStorage.writeArchive(entries, maxPerUser: maxPerUser, connection, logger: logger)
-                results.append(.success(0))
-                continue
-            }
-            let accountID: Int64?
-            if let known = accountIDs[request.user] {
-                accountID = known
+            if case .archive(let entries, _) = request.operation {
+                for entry in entries { usernames.insert(entry.owner) }
             } else {
-                accountID = try await connection.accountID(of: request.user, lock: true, logger: logger)
-                accountIDs[request.user] = accountID
+                usernames.insert(request.user)
             }
+        }
+        let accountIDs = try await PostgresBatchRows.accountIDs(of: usernames, connection, logger: logger)
+        var storing = Set<Int64>()
+        for request in batch {
+            if case .store = request.operation, let id = accountIDs[request.user] { storing.insert(id) }
+        }
+        // Messages each account holds, counting those stored earlier in this batch; nil once
+        // a deletion made it unknown.
+        var counts: [Int64: Int] = try await PostgresBatchRows.offlineCounts(of: storing, connection, logger: logger)
+        let now = Milliseconds.from(date)
+        var results = [Result<Int64, any Error>](repeating: .success(0), count: batch.count)
+        var offline = PendingOffline()
+        var archive = PendingArchive()
+        for (index, request) in batch.enumerated() {
             switch request.operation {
+            case .archive(let entries, let maxPerUser):
+                if !archive.entries.isEmpty, archive.maxPerUser != maxPerUser {
+                    try await archive.write(accountIDs: accountIDs, connection, logger: logger)
+                }
+                archive.entries += entries
+                archive.maxPerUser = maxPerUser
+
             case .store(let stanza, let quota):
-                guard let accountID else {
-                    results.append(.failure(StorageError.accountNotFound(username: request.user)))
+                guard let accountID = accountIDs[request.user] else {
+                    results[index] = .failure(StorageError.accountNotFound(username: request.user))
                     continue
                 }
                 let stored: Int
                 if let known = counts[accountID] {
                     stored = known
                 } else {
-                    stored = Int(
-                        try await connection.value(
-                            "SELECT COUNT(*) FROM offline_messages WHERE account_id = \(accountID)", as: Int64.self, logger: logger) ?? 0)
+                    stored = try await PostgresBatchRows.offlineCounts(of: [accountID], connection, logger: logger)[accountID] ?? 0
                 }
                 guard stored < quota else {
                     counts[accountID] = stored
-                    results.append(.failure(StorageError.quotaExceeded(limit: quota)))
+                    results[index] = .failure(StorageError.quotaExceeded(limit: quota))
                     continue
                 }
-                let id = try await connection.value(
-                    "INSERT INTO offline_messages (account_id, stanza, stored_at) VALUES (\(accountID), \(stanza), \(now)) RETURNING id",
-                    as: Int64.self, logger: logger)
                 counts[accountID] = stored + 1
-                results.append(.success(id ?? 0))
+                offline.rows.append((accountID, stanza))
+                offline.indexes.append(index)
 
             case .delete(let ids):
-                if let accountID {
-                    try await connection.run(
-                        "DELETE FROM offline_messages WHERE account_id = \(accountID) AND id = ANY(\(ids))", logger: logger)
-                    counts[accountID] = nil
-                }
-                results.append(.success(0))
-
-            case .archive:
-                results.append(.success(0))  // written above
+                guard let accountID = accountIDs[request.user] else { continue }
+                // The recount after it must see the rows stored before it.
+                try await offline.write(storedAt: now, into: &results, connection, logger: logger)
+                try await connection.run(
+                    "DELETE FROM offline_messages WHERE account_id = \(accountID) AND id = ANY(\(ids))", logger: logger)
+                counts[accountID] = nil
             }
         }
+        try await offline.write(storedAt: now, into: &results, connection, logger: logger)
+        try await archive.write(accountIDs: accountIDs, connection, logger: logger)
         return results
+    }
+}
+
+/// Offline messages accepted by a batch and not yet inserted, with their places in the batch.
+private struct PendingOffline {
+    var rows: [(accountID: Int64, stanza: String)] = []
+    var indexes: [Int] = []
+
+    mutating func write(
+        storedAt: Int64, into results: inout [Result<Int64, any Error>], _ connection: PostgresConnection, logger: Logger
+    ) async throws {
+        guard !rows.isEmpty else { return }
+        let ids = try await PostgresBatchRows.insertOffline(rows, storedAt: storedAt, connection, logger: logger)
+        for (index, id) in zip(indexes, ids) { results[index] = .success(id) }
+        rows = []
+        indexes = []
+    }
+}
+
+/// Consecutive archive requests with the same limit, written together.
+private struct PendingArchive {
+    var entries: [ArchiveEntry] = []
+    var maxPerUser: Int?
+
+    mutating func write(accountIDs: [String: Int64], _ connection: PostgresConnection, logger: Logger) async throws {
+        guard !entries.isEmpty else { return }
+        try await PostgresStorage.writeArchive(entries, maxPerUser: maxPerUser, accountIDs: accountIDs, connection, logger: logger)
+        entries = []
     }
 }
 

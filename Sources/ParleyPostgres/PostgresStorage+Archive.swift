@@ -12,22 +12,23 @@ extension PostgresStorage: ArchiveStore {
         _ = try await offlineWriter.submit(user: "", .archive(entries: entries, maxPerUser: maxPerUser))
     }
 
-    /// The archive's rows for `entries`, inside the caller's transaction.
-    static func writeArchive(_ entries: [ArchiveEntry], maxPerUser: Int?, _ connection: PostgresConnection, logger: Logger) async throws {
-        var accounts: [String: Int64?] = [:]
-        var preferences: [Int64: ArchivePreferences] = [:]
+    /// The archive's rows for `entries`, inside the caller's transaction, for accounts whose
+    /// ids (locked) the caller looked up: the preferences of all of them in one read, the rows
+    /// in one INSERT, the cut back to `maxPerUser` in one DELETE.
+    static func writeArchive(
+        _ entries: [ArchiveEntry], maxPerUser: Int?, accountIDs: [String: Int64], _ connection: PostgresConnection, logger: Logger
+    ) async throws {
+        let owners = Set(entries.compactMap { accountIDs[$0.owner] })
+        let preferences = try await PostgresBatchRows.archivePreferences(of: owners, connection, logger: logger)
+        var rows: [PostgresBatchRows.ArchiveRow] = []
         var touched: Set<Int64> = []
         for entry in entries {
-            let accountID: Int64?
-            if let known = accounts[entry.owner] {
-                accountID = known
-            } else {
-                accountID = try await connection.accountID(of: entry.owner, lock: true, logger: logger)
-                accounts[entry.owner] = accountID
-            }
-            guard let accountID else { continue }
+            guard let accountID = accountIDs[entry.owner] else { continue }
             let fromBare = bare(entry.from)
             if let target = entry.retracts {
+                // The message it retracts may be one of the rows not written yet.
+                try await PostgresBatchRows.insertArchive(rows, connection, logger: logger)
+                rows = []
                 try await connection.run(
                     """
                     UPDATE archive_messages SET stanza = NULL, retracted_at = \(Milliseconds.from(entry.archivedAt))
@@ -35,31 +36,17 @@ extension PostgresStorage: ArchiveStore {
                         AND from_bare = \(fromBare) AND retracted_at IS NULL
                     """, logger: logger)
             }
-            if preferences[accountID] == nil {
-                preferences[accountID] = try await archivePreferences(of: accountID, connection, logger: logger)
-            }
             guard
                 try await shouldArchive(
-                    with: entry.with, preferences: preferences[accountID]!, accountID: accountID, connection, logger: logger)
+                    with: entry.with, preferences: preferences[accountID] ?? ArchivePreferences(), accountID: accountID,
+                    connection, logger: logger)
             else { continue }
-            try await connection.run(
-                """
-                INSERT INTO archive_messages
-                    (account_id, with_bare, from_bare, from_jid, to_jid, stanza_id, origin_id, message_id, message_type,
-                     stanza, archived_at)
-                VALUES (\(accountID), \(entry.with), \(fromBare), \(entry.from), \(entry.to), \(entry.stanzaID), \(entry.originID),
-                    \(entry.messageID), \(entry.messageType), \(entry.stanza), \(Milliseconds.from(entry.archivedAt)))
-                """, logger: logger)
+            rows.append(PostgresBatchRows.ArchiveRow(accountID: accountID, entry: entry, fromBare: fromBare))
             touched.insert(accountID)
         }
-        guard let maxPerUser else { return }
-        let offset = Int64(max(maxPerUser, 0))
-        for accountID in touched {
-            try await connection.run(
-                """
-                DELETE FROM archive_messages WHERE account_id = \(accountID) AND id <= (
-                    SELECT id FROM archive_messages WHERE account_id = \(accountID) ORDER BY id DESC LIMIT 1 OFFSET \(offset))
-                """, logger: logger)
+        try await PostgresBatchRows.insertArchive(rows, connection, logger: logger)
+        if let maxPerUser {
+            try await PostgresBatchRows.trimArchives(of: touched, keeping: maxPerUser, connection, logger: logger)
         }
     }
 

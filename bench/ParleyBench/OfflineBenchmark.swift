@@ -12,14 +12,16 @@ import ParleyCore
 ///    (s + j) mod R, K per recipient), then each pings the server. `accepted` is when every
 ///    sender has its pong (the server has read everything); `stored` is when the server's
 ///    `offline_messages` table holds them all (`--sqlite FILE`, polled every few ms: parleyd
-///    commits durably before it counts). Without `--sqlite` only `accepted` is known (right
-///    for a server that stores synchronously while it handles the stanza, like Prosody).
+///    commits durably before it counts), or as a shell command prints it (`--count-command CMD`,
+///    e.g. `psql -tAc 'SELECT COUNT(*) FROM offline_messages'` for parleyd on PostgreSQL).
+///    Without either only `accepted` is known (right for a server that stores synchronously
+///    while it handles the stanza, like Prosody).
 /// 2. drain: each recipient in turn logs in; from its initial presence to the K-th message
 ///    → messages/s. Every message must arrive once, each sender's in order.
 enum OfflineBenchmark: Benchmark {
     static var name: String { "offline" }
     static var summary: String {
-        "offline store and drain: --port P [--senders S] [--recipients R] [--per-recipient K] [--sqlite FILE] [--server-pid PID]"
+        "offline store and drain: --port P [--senders S] [--recipients R] [--per-recipient K] [--sqlite FILE | --count-command CMD] [--server-pid PID]"
     }
 
     static func run(arguments: [String]) throws {
@@ -27,7 +29,7 @@ enum OfflineBenchmark: Benchmark {
             arguments,
             valueOptions: [
                 "--host", "--port", "--domain", "--senders", "--recipients", "--per-recipient", "--first-user", "--prefix",
-                "--password", "--threads", "--sqlite", "--server-pid", "--label", "--timeout",
+                "--password", "--threads", "--sqlite", "--count-command", "--server-pid", "--label", "--timeout",
             ])
         let senders = max(1, try options.int("--senders", default: 20))
         let recipients = max(1, try options.int("--recipients", default: 2))
@@ -58,9 +60,12 @@ enum OfflineBenchmark: Benchmark {
             configuration.readonly = true
             return try DatabaseQueue(path: path, configuration: configuration)
         }
+        let countCommand = options.optionalString("--count-command")
         let count: () throws -> Int = {
-            try counter?.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM offline_messages") } ?? 0
+            if let countCommand { return try Self.runCount(countCommand) }
+            return try counter?.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM offline_messages") } ?? 0
         }
+        let counting = counter != nil || countCommand != nil
         _ = LoginBenchmark.raiseFileLimit()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let keys = SCRAMKeyCache()
@@ -102,7 +107,7 @@ enum OfflineBenchmark: Benchmark {
         var stored: NIODeadline?
         let deadline = start + .nanoseconds(Int64(timeout * 1e9))
         while NIODeadline.now() < deadline {
-            if counter != nil {
+            if counting {
                 if try count() - before >= total {
                     stored = .now()
                     break
@@ -117,7 +122,7 @@ enum OfflineBenchmark: Benchmark {
         let cpuStore = server?.cpuSeconds()
         let accepted = senderState.acceptedAt.map { Double(($0 - start).nanoseconds) / 1e9 }
         let storedSeconds = stored.map { Double(($0 - start).nanoseconds) / 1e9 }
-        let measured = counter != nil ? storedSeconds : accepted
+        let measured = counting ? storedSeconds : accepted
         let storeRate = measured.map { Double(total) / $0 } ?? 0
         let storedCount = try count() - before
         let storeCPU = cpuBefore.flatMap { before in cpuStore.map { $0 - before } }
@@ -125,7 +130,7 @@ enum OfflineBenchmark: Benchmark {
         say(
             "\(label) offline store: \(total) messages from \(senders) senders to \(recipients) offline recipients; "
                 + "all read by the server (pongs) after \(accepted.map { format($0, 3) + " s" } ?? "timeout")"
-                + (counter != nil ? ", all committed after \(storedSeconds.map { format($0, 3) + " s" } ?? "timeout (\(storedCount) stored)")" : "")
+                + (counting ? ", all committed after \(storedSeconds.map { format($0, 3) + " s" } ?? "timeout (\(storedCount) stored)")" : "")
                 + " -> \(format(storeRate, 0)) msg/s; errors \(senderState.errors)"
                 + (storeCPU.map { ", server CPU \(format($0, 3)) s = \(format($0 * 10_000 / Double(total), 3)) s/10k" } ?? ""))
         say(
@@ -163,6 +168,25 @@ enum OfflineBenchmark: Benchmark {
             "RESULT label=\(label) phase=drain messages=\(drained) seconds=\(format(drainSeconds, 3)) "
                 + "rate=\(format(drainRate, 1)) cpu_s=\(format(drainCPU, 3))")
         exit(healthy ? 0 : 1)
+    }
+}
+
+extension OfflineBenchmark {
+    /// The number a shell command prints (the stored count, from outside the server).
+    static func runCount(_ command: String) throws -> Int {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", command]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard process.terminationStatus == 0, let value = Int(text) else {
+            throw UsageError(description: "--count-command printed '\(text)' (exit \(process.terminationStatus)), not a number")
+        }
+        return value
     }
 }
 

@@ -67,6 +67,13 @@ public final class SQLiteStorage: Sendable {
         configuration.busyMode = .timeout(options.busyTimeout)
         configuration.foreignKeysEnabled = true
         configuration.maximumReaderCount = options.maximumReaderCount
+        configuration.prepareDatabase { db in
+            // Each reader keeps a cache of its own, mostly the same hot pages as the others
+            // (the accounts' and rosters' B-trees): SQLite's 2 MiB default made five readers
+            // 10 MB, ~1 KB per session at 10,000 logged in. A page not cached comes from
+            // the kernel's page cache in one pread. The writer's cache is set below.
+            if db.configuration.readonly { try db.execute(sql: "PRAGMA cache_size = -512") }
+        }
         pool = try DatabasePool(path: path, configuration: configuration)
         // In WAL mode NORMAL can lose the last commits on power loss; a message that was
         // acknowledged to its sender must survive that, so every commit is synced. Set here,
