@@ -10,6 +10,8 @@ debian_packages+=(openssl time)
 # The PostgreSQL storage tests start a throwaway cluster of their own (the packaged one must
 # not start: policy-rc.d below), as the postgres user.
 debian_packages+=(postgresql)
+# The cluster test puts three parleyd nodes behind HAProxy (conf/haproxy-cluster.cfg).
+debian_packages+=(haproxy)
 python_packages=("slixmpp==1.17.0" "pytest")
 
 missing=()

@@ -159,6 +159,11 @@ struct ClusterLease: Sendable {
                 JOIN accounts ON accounts.username = x.u ORDER BY x.o
                 """, logger: logger
             ).collect()
+            // Their accounts may be online on other nodes already (they reconnected first).
+            let owners = Array(Set(users))
+            _ = try await connection.query(
+                "SELECT pg_notify('parley_cluster', 'o|' || u) FROM unnest(\(owners)::text[]) AS u", logger: logger
+            ).collect()
         }
         if !ids.isEmpty {
             _ = try await connection.query("DELETE FROM cluster_inbox WHERE id = ANY(\(ids))", logger: logger).collect()

@@ -151,6 +151,8 @@ public final class ClusterNode: ClusterMember {
             if node != nodeID { parts.directory.nodeGone(node) }
         case .inbox(let node):
             if node == nodeID { parts.inbox.wake() }
+        case .offline(let user):
+            if let account = try? JID(localpart: user, domainpart: parts.host.domain.domainpart) { parts.host.offlineStored(account) }
         }
     }
 

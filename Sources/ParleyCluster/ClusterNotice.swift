@@ -14,6 +14,8 @@ enum ClusterNotice: Equatable {
     case nodeGone(String)
     /// Stanzas wait in this node's inbox.
     case inbox(node: String)
+    /// Messages for this user were moved to offline storage (a departed node's inbox).
+    case offline(user: String)
 
     static let channel = "parley_cluster"
     /// PostgreSQL refuses NOTIFY payloads of 8000 bytes or more; a presence that would not
@@ -57,6 +59,8 @@ enum ClusterNotice: Equatable {
             return .nodeGone(String(rest))
         case "i":
             return .inbox(node: String(rest))
+        case "o":
+            return .offline(user: String(rest))
         default:
             return nil
         }

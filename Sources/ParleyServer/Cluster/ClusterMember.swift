@@ -20,8 +20,15 @@ public struct ClusterHost: Sendable {
     /// Where remote sessions' close futures live.
     public let eventLoop: any EventLoop
     public let logger: Logger
+    /// Offline messages were stored for the account elsewhere (a departed node's inbox):
+    /// this node's available sessions of it get them now rather than at their next login.
+    public let offlineStored: @Sendable (JID) -> Void
 
-    public init(domain: JID, sessions: SessionRegistry, router: StanzaRouter, eventLoop: any EventLoop, logger: Logger) {
+    public init(
+        domain: JID, sessions: SessionRegistry, router: StanzaRouter, eventLoop: any EventLoop, logger: Logger,
+        offlineStored: @escaping @Sendable (JID) -> Void = { _ in }
+    ) {
+        self.offlineStored = offlineStored
         self.domain = domain
         self.sessions = sessions
         self.router = router

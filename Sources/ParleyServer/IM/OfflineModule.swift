@@ -116,7 +116,9 @@ public final class OfflineModule: ServerModule, Sendable {
 
     /// After a store: the account may have become available meanwhile, past its initial
     /// delivery (RFC 6121 §8.5.2.1.1 wants the message delivered to an available resource).
-    private func deliverIfAvailable(_ account: JID) {
+    /// Also called by a cluster when another node stored messages for the account (a dead
+    /// node's inbox), which this node's available sessions would otherwise wait for.
+    public func deliverIfAvailable(_ account: JID) {
         guard let username = account.localpart else { return }
         // Only this node's sessions: a session on another node of a cluster is served by its own.
         let available = sessions.sessions(of: account).filter { !$0.isRemote && $0.isAvailable && $0.priority >= 0 }

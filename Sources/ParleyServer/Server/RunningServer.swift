@@ -153,7 +153,10 @@ public final class RunningServer: Sendable {
         try await hosted.start(router: router, storage: storage)
         if let cluster {
             sessions.attach(cluster)
-            try await cluster.start(ClusterHost(domain: domain, sessions: sessions, router: router, eventLoop: group.next(), logger: logger))
+            try await cluster.start(
+                ClusterHost(
+                    domain: domain, sessions: sessions, router: router, eventLoop: group.next(), logger: logger,
+                    offlineStored: { offline.deliverIfAvailable($0) }))
         }
         let limits = configuration.limits
         let context = try ServerContext(
