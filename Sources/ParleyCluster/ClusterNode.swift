@@ -57,6 +57,9 @@ public final class ClusterNode: ClusterMember {
         let directory = ClusterDirectory(node: nodeID, host: host, link: self)
         let inbox = ClusterInbox(node: nodeID, client: client, host: host, writer: writer, logger: logger)
         let parts = Parts(host: host, directory: directory, inbox: inbox, lease: lease, incarnation: incarnation)
+        let writer = writer
+        let node = nodeID
+        host.blocking?.observeListChanges { user in writer.enqueue(.notice("b|\(node)|\(user)")) }
         self.parts.withLockedValue { $0 = parts }
         // Listening before the node serves anyone, so it misses no change of the directory.
         let (listening, ready) = AsyncStream.makeStream(of: Void.self)
@@ -151,6 +154,10 @@ public final class ClusterNode: ClusterMember {
             if node != nodeID { parts.directory.nodeGone(node) }
         case .inbox(let node):
             if node == nodeID { parts.inbox.wake() }
+        case .blockList(let node, let user):
+            if node != nodeID, let blocking = parts.host.blocking {
+                await blocking.reloadList(of: user, domain: parts.host.domain)
+            }
         case .offline(let user):
             if let account = try? JID(localpart: user, domainpart: parts.host.domain.domainpart) { parts.host.offlineStored(account) }
         }

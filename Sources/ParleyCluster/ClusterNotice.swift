@@ -16,6 +16,8 @@ enum ClusterNotice: Equatable {
     case inbox(node: String)
     /// Messages for this user were moved to offline storage (a departed node's inbox).
     case offline(user: String)
+    /// `node` stored a change of this user's block list.
+    case blockList(node: String, user: String)
 
     static let channel = "parley_cluster"
     /// PostgreSQL refuses NOTIFY payloads of 8000 bytes or more; a presence that would not
@@ -61,6 +63,10 @@ enum ClusterNotice: Equatable {
             return .inbox(node: String(rest))
         case "o":
             return .offline(user: String(rest))
+        case "b":
+            let fields = rest.split(separator: "|", maxSplits: 1, omittingEmptySubsequences: false)
+            guard fields.count == 2 else { return nil }
+            return .blockList(node: String(fields[0]), user: String(fields[1]))
         default:
             return nil
         }

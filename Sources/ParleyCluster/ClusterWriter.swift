@@ -24,6 +24,8 @@ final class ClusterWriter: Sendable {
         case inbox(node: String, target: String, kind: InboxKind, stanza: String, done: (@Sendable () -> Void)?)
         /// Inbox rows this node has delivered.
         case delivered([Int64])
+        /// A notice for every node, sent when what comes before it is committed.
+        case notice(String)
     }
 
     private struct State {
@@ -112,6 +114,7 @@ final class ClusterWriter: Sendable {
         var kinds: [Int16] = []
         var stanzas: [String] = []
         var delivered: [Int64] = []
+        var notices: [String] = []
         for operation in batch {
             switch operation {
             case .bind(let session), .end(let session):
@@ -127,11 +130,14 @@ final class ClusterWriter: Sendable {
                 stanzas.append(stanza)
             case .delivered(let ids):
                 delivered += ids
+            case .notice(let payload):
+                notices.append(payload)
             }
         }
         let directoryWrites = directory
         let (inboxNodes, inboxTargets, inboxKinds, inboxStanzas, deliveredIDs) = (nodes, targets, kinds, stanzas, delivered)
         let woken = Array(Set(nodes))
+        let noticePayloads = notices
         try await PostgresTransactions.run(client, logger: logger) { connection in
             for (operation, entry) in directoryWrites {
                 try await Self.write(operation, entry, connection, logger: logger)
@@ -147,6 +153,12 @@ final class ClusterWriter: Sendable {
                 ).collect()
                 _ = try await connection.query(
                     "SELECT pg_notify('parley_cluster', 'i|' || n) FROM unnest(\(woken)::text[]) AS n", logger: logger
+                ).collect()
+            }
+            if !noticePayloads.isEmpty {
+                _ = try await connection.query(
+                    "SELECT pg_notify('parley_cluster', p) FROM unnest(\(noticePayloads)::text[]) WITH ORDINALITY AS x(p, o) ORDER BY o",
+                    logger: logger
                 ).collect()
             }
             if !deliveredIDs.isEmpty {
@@ -196,7 +208,7 @@ final class ClusterWriter: Sendable {
                 SELECT pg_notify('parley_cluster', \(payload)) FROM d
                 """, logger: logger
             ).collect()
-        case .inbox, .delivered:
+        case .inbox, .delivered, .notice:
             return
         }
     }

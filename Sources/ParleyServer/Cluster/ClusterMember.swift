@@ -23,11 +23,15 @@ public struct ClusterHost: Sendable {
     /// Offline messages were stored for the account elsewhere (a departed node's inbox):
     /// this node's available sessions of it get them now rather than at their next login.
     public let offlineStored: @Sendable (JID) -> Void
+    /// The node's block lists (XEP-0191), kept in memory: changes made on one node are
+    /// read again by the others.
+    public let blocking: BlockingModule?
 
     public init(
         domain: JID, sessions: SessionRegistry, router: StanzaRouter, eventLoop: any EventLoop, logger: Logger,
-        offlineStored: @escaping @Sendable (JID) -> Void = { _ in }
+        offlineStored: @escaping @Sendable (JID) -> Void = { _ in }, blocking: BlockingModule? = nil
     ) {
+        self.blocking = blocking
         self.offlineStored = offlineStored
         self.domain = domain
         self.sessions = sessions

@@ -1,6 +1,6 @@
 import Foundation
 import ParleyCore
-import ParleyServer
+@testable import ParleyServer
 import Testing
 
 /// Two nodes of a cluster on one PostgreSQL database, clients on each over real sockets:
@@ -150,6 +150,38 @@ import Testing
             _ = try await onA.expectStreamError(.notAuthorized)
             _ = try await onB.expectStreamError(.notAuthorized)
             try await a.waitForSession("carol@localhost/b", present: false)
+        }
+    }
+
+    @Test func aBlockOnOneNodeHoldsOnTheOthers() async throws {
+        try await TestCluster.with { cluster in
+            let (a, b) = (cluster.nodes[0], cluster.nodes[1])
+            let alice = try await a.im("alice")
+            let bob = try await b.im("bob")
+            try await b.waitForSession("alice@localhost/r", available: true)
+            let reply = try await alice.query(
+                "<iq type='set' id='blk'><block xmlns='urn:xmpp:blocking'><item jid='bob@localhost'/></block></iq>", id: "blk")
+            #expect(reply.type == "result")
+            // Bob's node read Alice's list again on the block's notice.
+            try await eventually("bob's node knows alice blocks him") {
+                b.running.context.router.policy.verdict(
+                    from: try JID("bob@localhost/r"), to: try JID("alice@localhost"),
+                    stanza: XMLElement("message", namespace: XMLNamespace.client)) != .deliver
+            }
+            try await bob.sendMessage(to: "alice@localhost", id: "b1", body: "let me in")
+            let bounced = try await bob.expect("message")
+            #expect(bounced.type == "error" && bounced.id == "b1" && bounced.stanzaErrorCondition == .serviceUnavailable)
+            try await alice.expectNothingPending()
+
+            _ = try await alice.query(
+                "<iq type='set' id='unb'><unblock xmlns='urn:xmpp:blocking'><item jid='bob@localhost'/></unblock></iq>", id: "unb")
+            try await eventually("bob's node knows alice unblocked him") {
+                b.running.context.router.policy.verdict(
+                    from: try JID("bob@localhost/r"), to: try JID("alice@localhost"),
+                    stanza: XMLElement("message", namespace: XMLNamespace.client)) == .deliver
+            }
+            try await bob.sendMessage(to: "alice@localhost", id: "b2", body: "thanks")
+            _ = try await alice.expectMessage(id: "b2")
         }
     }
 
