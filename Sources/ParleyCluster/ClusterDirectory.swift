@@ -48,6 +48,7 @@ final class ClusterDirectory: Sendable {
             return
         case .update(let handle):
             handle.withPresence { $0.clusterView = entry.view }
+            host.sessions.remoteSessionsChanged()
         case .replace(let old):
             let closed = host.eventLoop.makePromise(of: Void.self)
             let handle = SessionHandle.remote(
@@ -75,6 +76,7 @@ final class ClusterDirectory: Sendable {
             if let displaced = host.sessions.bindRemote(handle), !displaced.isRemote {
                 displaced.terminate(StreamError(.conflict, text: "Replaced by a new login with the same resource."))
             }
+            host.sessions.remoteSessionsChanged()
         }
     }
 
@@ -123,5 +125,6 @@ final class ClusterDirectory: Sendable {
     private func remove(_ entry: Entry) {
         host.sessions.unbindRemote(entry.handle)
         entry.closed.succeed(())
+        host.sessions.remoteSessionsChanged()
     }
 }

@@ -170,24 +170,24 @@ public final class ClusterNode: ClusterMember {
             if let jid {
                 return try await connection.query(
                     """
-                    SELECT jid, node_id, session_id, account_id, version, available, priority, flags, presence
+                    SELECT jid, node_id, session_id, account_id, version, available, priority, flags, notify, presence
                     FROM cluster_sessions WHERE jid = \(jid)
                     """, logger: logger
                 ).collect()
             }
             return try await connection.query(
                 """
-                SELECT jid, node_id, session_id, account_id, version, available, priority, flags, presence
+                SELECT jid, node_id, session_id, account_id, version, available, priority, flags, notify, presence
                 FROM cluster_sessions WHERE node_id <> \(node)
                 """, logger: logger
             ).collect()
         }
         return try rows.map { row in
-            let (jid, node, sessionID, accountID, version, available, priority, flags, presence) = try row.decode(
-                (String, String, Int64, Int64?, Int64, Bool, Int16, Int32, String?).self)
+            let (jid, node, sessionID, accountID, version, available, priority, flags, notify, presence) = try row.decode(
+                (String, String, Int64, Int64?, Int64, Bool, Int16, Int32, String, String?).self)
             return SessionEntry(
                 jid: jid, node: node, sessionID: sessionID, accountID: accountID, version: version, available: available,
-                priority: Int8(clamping: priority), flags: flags, presenceText: presence)
+                priority: Int8(clamping: priority), flags: flags, notify: notify, presenceText: presence)
         }
     }
 

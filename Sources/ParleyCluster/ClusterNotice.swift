@@ -32,9 +32,9 @@ enum ClusterNotice: Equatable {
             String(entry.view.priority), String(entry.view.flags.rawValue),
         ].joined(separator: "|")
         let presence = entry.presenceText ?? ""
-        let full = head + "|" + entry.jid + "\n" + presence
+        let full = head + "|" + entry.jid + "\n" + entry.notifyText + "\n" + presence
         if full.utf8.count <= maxPayload { return full }
-        return head + "|" + entry.jid + "\n\u{1}"  // too large: read the row
+        return head + "|" + entry.jid + "\n\n\u{1}"  // too large: read the row
     }
 
     static func parse(_ payload: String) -> ClusterNotice? {
@@ -42,16 +42,17 @@ enum ClusterNotice: Equatable {
         let rest = payload.dropFirst(2)
         switch kind {
         case "s":
-            let lines = rest.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
+            let lines = rest.split(separator: "\n", maxSplits: 2, omittingEmptySubsequences: false)
             let fields = lines[0].split(separator: "|", maxSplits: 7, omittingEmptySubsequences: false)
             guard fields.count == 8, let version = Int64(fields[0]), let sessionID = Int64(fields[2]),
                 let priority = Int8(fields[5]), let flags = Int32(fields[6])
             else { return nil }
-            let presence = lines.count > 1 ? String(lines[1]) : ""
+            guard lines.count == 3 else { return nil }
+            let presence = String(lines[2])
             return .session(
                 SessionEntry(
                     jid: String(fields[7]), node: String(fields[1]), sessionID: sessionID, accountID: Int64(fields[3]),
-                    version: version, available: fields[4] == "1", priority: priority, flags: flags,
+                    version: version, available: fields[4] == "1", priority: priority, flags: flags, notify: String(lines[1]),
                     presenceText: presence.isEmpty ? nil : presence, presenceOmitted: presence == "\u{1}"))
         case "e":
             let fields = rest.split(separator: "|", maxSplits: 2, omittingEmptySubsequences: false)
@@ -86,9 +87,13 @@ struct SessionEntry: Equatable, Sendable {
     /// The notice left the presence out (too large for NOTIFY): read the row.
     var presenceOmitted = false
 
+    /// The PEP nodes it wants notifications of, as stored: separated by U+0002, which no
+    /// node name holds.
+    var notifyText: String { view.notifyNodes.sorted().joined(separator: "\u{2}") }
+
     init(
         jid: String, node: String, sessionID: Int64, accountID: Int64?, version: Int64, available: Bool, priority: Int8,
-        flags: Int32, presenceText: String?, presenceOmitted: Bool = false
+        flags: Int32, notify: String, presenceText: String?, presenceOmitted: Bool = false
     ) {
         self.jid = jid
         self.node = node
@@ -100,7 +105,8 @@ struct SessionEntry: Equatable, Sendable {
         let presence = self.presenceText.flatMap(StoredStanza.parse)
         view = SessionPresence.ClusterView(
             isAvailable: available, priority: priority, lastPresence: presence,
-            flags: SessionPresence.ClusterView.Flags(rawValue: flags))
+            flags: SessionPresence.ClusterView.Flags(rawValue: flags),
+            notifyNodes: Set(notify.split(separator: "\u{2}").map(String.init)))
     }
 
     /// A local session's entry as it is now.

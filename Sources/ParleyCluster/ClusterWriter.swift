@@ -177,12 +177,12 @@ final class ClusterWriter: Sendable {
             _ = try await connection.query(
                 """
                 WITH s AS (
-                    INSERT INTO cluster_sessions (jid, node_id, session_id, account_id, version, available, priority, flags, presence)
+                    INSERT INTO cluster_sessions (jid, node_id, session_id, account_id, version, available, priority, flags, notify, presence)
                     VALUES (\(entry.jid), \(entry.node), \(entry.sessionID), \(entry.accountID), nextval('cluster_session_versions'),
-                        \(available), \(priority), \(flags), \(entry.presenceText))
+                        \(available), \(priority), \(flags), \(entry.notifyText), \(entry.presenceText))
                     ON CONFLICT (jid) DO UPDATE SET node_id = EXCLUDED.node_id, session_id = EXCLUDED.session_id,
                         account_id = EXCLUDED.account_id, version = EXCLUDED.version, available = EXCLUDED.available,
-                        priority = EXCLUDED.priority, flags = EXCLUDED.flags, presence = EXCLUDED.presence
+                        priority = EXCLUDED.priority, flags = EXCLUDED.flags, notify = EXCLUDED.notify, presence = EXCLUDED.presence
                     RETURNING version)
                 SELECT pg_notify('parley_cluster', 's|' || version || '|' || \(tail)) FROM s
                 """, logger: logger
@@ -192,7 +192,7 @@ final class ClusterWriter: Sendable {
                 """
                 WITH s AS (
                     UPDATE cluster_sessions SET version = nextval('cluster_session_versions'), available = \(available),
-                        priority = \(priority), flags = \(flags), presence = \(entry.presenceText)
+                        priority = \(priority), flags = \(flags), notify = \(entry.notifyText), presence = \(entry.presenceText)
                     WHERE jid = \(entry.jid) AND node_id = \(entry.node) AND session_id = \(entry.sessionID)
                     RETURNING version)
                 SELECT pg_notify('parley_cluster', 's|' || version || '|' || \(tail)) FROM s

@@ -328,6 +328,7 @@ enum PostgresMigrations {
             available BOOLEAN NOT NULL,
             priority SMALLINT NOT NULL,
             flags INTEGER NOT NULL,
+            notify TEXT NOT NULL DEFAULT '',
             presence TEXT
         );
         CREATE INDEX cluster_sessions_node ON cluster_sessions(node_id);

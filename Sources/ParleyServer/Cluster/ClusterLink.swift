@@ -30,6 +30,8 @@ extension SessionPresence {
         public var priority: Int8
         public var lastPresence: XMLElement?
         public var flags: Flags
+        /// PEP nodes the session wants notifications of (XEP-0163 §4.3.3).
+        public var notifyNodes: Set<String>
 
         public struct Flags: OptionSet, Sendable, Equatable {
             public let rawValue: Int32
@@ -39,7 +41,8 @@ extension SessionPresence {
             public static let blocklistPushes = Flags(rawValue: 4)
         }
 
-        public init(isAvailable: Bool, priority: Int8, lastPresence: XMLElement?, flags: Flags) {
+        public init(isAvailable: Bool, priority: Int8, lastPresence: XMLElement?, flags: Flags, notifyNodes: Set<String> = []) {
+            self.notifyNodes = notifyNodes
             self.isAvailable = isAvailable
             self.priority = priority
             self.lastPresence = lastPresence
@@ -53,7 +56,8 @@ extension SessionPresence {
             if wantsCarbons { flags.insert(.carbons) }
             if wantsRosterPushes { flags.insert(.rosterPushes) }
             if wantsBlocklistPushes { flags.insert(.blocklistPushes) }
-            return ClusterView(isAvailable: isAvailable, priority: priority, lastPresence: lastPresence, flags: flags)
+            return ClusterView(
+                isAvailable: isAvailable, priority: priority, lastPresence: lastPresence, flags: flags, notifyNodes: notifyNodes)
         }
         set {
             isAvailable = newValue.isAvailable
@@ -62,6 +66,7 @@ extension SessionPresence {
             wantsCarbons = newValue.flags.contains(.carbons)
             wantsRosterPushes = newValue.flags.contains(.rosterPushes)
             wantsBlocklistPushes = newValue.flags.contains(.blocklistPushes)
+            notifyNodes = newValue.notifyNodes
         }
     }
 }

@@ -184,4 +184,7 @@ public struct SessionPresence: Sendable {
     /// Recipients of directed available presence outside any subscription: they get
     /// unavailable presence when the session goes away (RFC 6121 §4.6.3).
     public var directedPresence: Set<JID> = []
+    /// The PEP nodes it wants notifications of (XEP-0163 `+notify`, from its entity
+    /// capabilities), mirrored here so that other nodes of a cluster know them too.
+    public var notifyNodes: Set<String> = []
 }

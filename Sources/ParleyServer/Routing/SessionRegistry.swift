@@ -8,6 +8,7 @@ public final class SessionRegistry: Sendable {
     private let accounts = NIOLockedValueBox([JID: [String: SessionHandle]]())
     /// The cluster this node belongs to, if any: told of every local bind and unbind.
     private let link = NIOLockedValueBox<(any ClusterLink)?>(nil)
+    private let remoteObservers = NIOLockedValueBox([@Sendable () -> Void]())
 
     public init() {}
 
@@ -79,6 +80,17 @@ public final class SessionRegistry: Sendable {
             accounts[bare]?[resource] = nil
             if accounts[bare]?.isEmpty == true { accounts[bare] = nil }
         }
+    }
+
+    /// `observer` hears of every change of the remote sessions (bound, ended, or their
+    /// presence changed): what caches of recipients must forget.
+    public func observeRemoteChanges(_ observer: @escaping @Sendable () -> Void) {
+        remoteObservers.withLockedValue { $0.append(observer) }
+    }
+
+    /// Called by the cluster after it changed remote sessions.
+    public func remoteSessionsChanged() {
+        for observer in remoteObservers.withLockedValue({ $0 }) { observer() }
     }
 
     /// The sessions bound on this node.

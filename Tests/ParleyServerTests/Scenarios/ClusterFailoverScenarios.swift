@@ -23,7 +23,7 @@ import Testing
                 RETURNING version
                 """
             ).first!.decode(Int64.self)
-            let notice = "s|\(version)|ghost|77||1|0|0|bob@localhost/ghost\n\(presence)"
+            let notice = "s|\(version)|ghost|77||1|0|0|bob@localhost/ghost\n\n\(presence)"
             _ = try await cluster.sql("SELECT pg_notify('parley_cluster', \(notice))")
             try await a.waitForSession("bob@localhost/ghost", available: true)
             try await b.waitForSession("bob@localhost/ghost", available: true)

@@ -212,3 +212,31 @@ func eventually(_ what: String, _ condition: () throws -> Bool) async throws {
         try await Task.sleep(for: .milliseconds(10))
     }
 }
+
+/// XEP-0163 across nodes: a contact's `+notify` interests, learned by its own node from its
+/// entity capabilities, travel in its directory entry, so a publisher's node notifies it.
+@Suite struct ClusterPEPScenarios {
+    @Test func aNickPublishedOnOneNodeReachesAContactOnAnother() async throws {
+        try await TestCluster.with { cluster in
+            let (a, b) = (cluster.nodes[0], cluster.nodes[1])
+            try await Subscribe.establish(a, "alice", to: "bob")
+            try await Subscribe.establish(a, "bob", to: "alice")
+            let bob = try await b.login("bob", resource: "r")
+            _ = try await bob.rosterGet()
+            try await bob.availableWithCaps(b, as: "bob@localhost/r", notify: [PEP.nick])
+            try await eventually("alice's node knows what bob wants") {
+                a.running.context.sessions.session(try JID("bob@localhost/r"))?.withPresence { $0.notifyNodes } == [PEP.nick]
+            }
+            let alice = try await a.im("alice")
+            _ = try await alice.expectPresence(from: "bob@localhost/r")
+            let (reply, _) = try await alice.publish(PEP.nick, PEP.nick("Alice"))
+            #expect(reply.type == "result")
+            var event: XMLElement? = nil
+            while event == nil {
+                let element = try await bob.nextElement()
+                if element.name == "message", let found = element.pepEvent(node: PEP.nick) { event = found }
+            }
+            #expect(event?.firstChild("item")?.firstChild("nick", namespace: PEP.nick)?.text == "Alice")
+        }
+    }
+}
