@@ -191,13 +191,22 @@ public final class StanzaRouter: Sendable {
         if targets.isEmpty {
             return modules.undeliverableMessageHandler?(message, account, nil)
         }
-        return Self.all(targets.map { $0.handOver(message) })
+        return handOver(message, to: targets)
+    }
+
+    /// Delivers to every one of `targets`; returns the writes to other nodes' inboxes, if
+    /// any (none on a single node, where this allocates nothing).
+    func handOver(_ stanza: XMLElement, to targets: [SessionHandle]) -> Task<Void, Never>? {
+        var pending: [Task<Void, Never>] = []
+        for session in targets {
+            if let write = session.handOver(stanza) { pending.append(write) }
+        }
+        return Self.all(pending)
     }
 
     /// One task for the writes of a delivery to several sessions; nil when none is pending
     /// (every target local: the usual case costs nothing).
-    static func all(_ work: [Task<Void, Never>?]) -> Task<Void, Never>? {
-        let pending = work.compactMap { $0 }
+    static func all(_ pending: [Task<Void, Never>]) -> Task<Void, Never>? {
         switch pending.count {
         case 0: return nil
         case 1: return pending[0]
@@ -216,11 +225,11 @@ public final class StanzaRouter: Sendable {
             bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
             return (nil, [])
         case "headline":
-            return (Self.all(available.map { $0.handOver(stanza) }), available)
+            return (handOver(stanza, to: available), available)
         default:
             let targets = highestPriority(available)
             if !targets.isEmpty {
-                return (Self.all(targets.map { $0.handOver(stanza) }), targets)
+                return (handOver(stanza, to: targets), targets)
             }
         }
         // Nobody available: offline storage decides (it knows whether the account exists);

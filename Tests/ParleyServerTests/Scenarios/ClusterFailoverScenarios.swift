@@ -25,6 +25,14 @@ import Testing
             ).first!.decode(Int64.self)
             let notice = "s|\(version)|ghost|77||1|0|0|bob@localhost/ghost\n\n\(presence)"
             _ = try await cluster.sql("SELECT pg_notify('parley_cluster', \(notice))")
+            // The ghost's lease is renewed until the test lets it die.
+            let beating = Task {
+                while !Task.isCancelled {
+                    _ = try? await cluster.sql("UPDATE cluster_nodes SET heartbeat_at = now() WHERE node_id = 'ghost'")
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
+            }
+            defer { beating.cancel() }
             try await a.waitForSession("bob@localhost/ghost", available: true)
             try await b.waitForSession("bob@localhost/ghost", available: true)
 
@@ -36,6 +44,7 @@ import Testing
             }
             try await alice.sync()
             #expect(try await inboxCount(cluster, node: "ghost") == 3)
+            beating.cancel()
 
             // The lease (1 s) runs out: the ghost is taken over, on every node at once.
             try await a.waitForSession("bob@localhost/ghost", present: false)
