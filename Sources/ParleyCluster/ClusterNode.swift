@@ -60,6 +60,9 @@ public final class ClusterNode: ClusterMember {
         let writer = writer
         let node = nodeID
         host.blocking?.observeListChanges { user in writer.enqueue(.notice("b|\(node)|\(user)")) }
+        host.offline?.observeStores { account in
+            if let user = account.localpart { writer.enqueue(.notice("o|\(user)")) }
+        }
         self.parts.withLockedValue { $0 = parts }
         // Listening before the node serves anyone, so it misses no change of the directory.
         let (listening, ready) = AsyncStream.makeStream(of: Void.self)

@@ -26,11 +26,17 @@ public struct ClusterHost: Sendable {
     /// The node's block lists (XEP-0191), kept in memory: changes made on one node are
     /// read again by the others.
     public let blocking: BlockingModule?
+    /// Offline storage, whose stores the cluster announces (`o|user`): a message stored
+    /// because this node did not yet know of the recipient's new session elsewhere is then
+    /// delivered there at once.
+    public let offline: OfflineModule?
 
     public init(
         domain: JID, sessions: SessionRegistry, router: StanzaRouter, eventLoop: any EventLoop, logger: Logger,
-        offlineStored: @escaping @Sendable (JID) -> Void = { _ in }, blocking: BlockingModule? = nil
+        offlineStored: @escaping @Sendable (JID) -> Void = { _ in }, blocking: BlockingModule? = nil,
+        offline: OfflineModule? = nil
     ) {
+        self.offline = offline
         self.blocking = blocking
         self.offlineStored = offlineStored
         self.domain = domain

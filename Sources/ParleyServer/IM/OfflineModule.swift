@@ -28,6 +28,13 @@ public final class OfflineModule: ServerModule, Sendable {
     let writer: OfflineWriter
     let sessions: SessionRegistry
     let deliveries = UserQueue()
+    /// Told of every account a message was stored for (a cluster tells the other nodes, where
+    /// the account may have an available session this node did not know of yet).
+    private let storeObservers = NIOLockedValueBox([@Sendable (JID) -> Void]())
+
+    public func observeStores(_ observer: @escaping @Sendable (JID) -> Void) {
+        storeObservers.withLockedValue { $0.append(observer) }
+    }
 
     public init(domain: JID, store: any OfflineStore, quota: Int, sessions: SessionRegistry, logger: Logger) {
         self.domain = domain
@@ -65,6 +72,7 @@ public final class OfflineModule: ServerModule, Sendable {
             switch result {
             case .success:
                 deliverIfAvailable(account.bare)
+                for observer in storeObservers.withLockedValue({ $0 }) { observer(account.bare) }
             case .failure(StorageError.quotaExceeded(let limit)):
                 sender.flatMap { sender in
                     message.errorReply(StanzaError(.resourceConstraint, text: "The recipient has \(limit) messages waiting; no more can be stored."))
