@@ -125,10 +125,21 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // Several parleyd nodes on one PostgreSQL database: leases, the session directory and
+        // the nodes' inboxes. It uses ParleyServer's public API; ParleyServer never imports it.
+        .target(
+            name: "ParleyCluster",
+            dependencies: [
+                "ParleyServer", "ParleyCore", "ParleyPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .executableTarget(
             name: "parleyd",
             dependencies: [
-                "ParleyServer", "ParleyMUC", "ParleyCore", "ParleyStorage", "ParleyHTTP", "ParleyPostgres",
+                "ParleyServer", "ParleyMUC", "ParleyCore", "ParleyStorage", "ParleyHTTP", "ParleyPostgres", "ParleyCluster",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -205,8 +216,9 @@ let package = Package(
                 "ParleyServer", "ParleyStream", "ParleyCore", "ParleyTLS", "ParleyStorage", "ParleyTestSupport",
                 // The MUC and upload scenarios need the server's scenario harness, so they live here.
                 "ParleyMUC", "ParleyHTTP",
-                // Scenarios on the PostgreSQL backend.
-                "ParleyPostgres",
+                // Scenarios on the PostgreSQL backend, and clusters of nodes on it.
+                "ParleyPostgres", "ParleyCluster",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),

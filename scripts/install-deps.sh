@@ -13,6 +13,8 @@ debian_packages+=(postgresql)
 # The web chat tests drive a real browser (headless Chromium through chromedriver) and load
 # Debian's strophe.js in a page of their own.
 debian_packages+=(chromium chromium-driver libjs-strophe)
+# The cluster test puts three parleyd nodes behind HAProxy (conf/haproxy-cluster.cfg).
+debian_packages+=(haproxy)
 python_packages=("slixmpp==1.17.0" "pytest")
 
 missing=()

@@ -20,6 +20,7 @@ enum PostgresMigrations {
         ("v5_profile", profile),
         ("v6_muc", muc),
         ("v7_uploads", uploads),
+        ("v8_cluster", cluster),
     ]
 
     /// Two nodes starting at once take turns: the advisory lock is held by each migration's
@@ -304,5 +305,42 @@ enum PostgresMigrations {
         );
         CREATE INDEX uploads_account ON uploads(account_id, created_at);
         CREATE INDEX uploads_created ON uploads(created_at);
+        """
+
+    /// A cluster of nodes on this database (ParleyCluster): each node's lease, the session
+    /// directory (full JID to node, with what routing reads of its presence), and the nodes'
+    /// inboxes of stanzas for their sessions. Nothing here outlives its node: a dead node's
+    /// rows are removed (its inbox's messages moved to offline storage) by whoever notices.
+    private static let cluster = """
+        CREATE TABLE cluster_nodes (
+            node_id TEXT COLLATE "C" PRIMARY KEY,
+            incarnation BIGINT NOT NULL,
+            started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+            heartbeat_at TIMESTAMPTZ NOT NULL DEFAULT now()
+        );
+        CREATE SEQUENCE cluster_session_versions;
+        CREATE TABLE cluster_sessions (
+            jid TEXT COLLATE "C" PRIMARY KEY,
+            node_id TEXT COLLATE "C" NOT NULL,
+            session_id BIGINT NOT NULL,
+            account_id BIGINT,
+            version BIGINT NOT NULL,
+            available BOOLEAN NOT NULL,
+            priority SMALLINT NOT NULL,
+            flags INTEGER NOT NULL,
+            notify TEXT NOT NULL DEFAULT '',
+            presence TEXT
+        );
+        CREATE INDEX cluster_sessions_node ON cluster_sessions(node_id);
+        CREATE TABLE cluster_inbox (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            node_id TEXT COLLATE "C" NOT NULL,
+            target TEXT COLLATE "C" NOT NULL,
+            kind SMALLINT NOT NULL,
+            stanza TEXT NOT NULL,
+            claimed BOOLEAN NOT NULL DEFAULT false,
+            created_at BIGINT NOT NULL
+        );
+        CREATE INDEX cluster_inbox_node ON cluster_inbox(node_id, id)
         """
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import Metrics
+import ParleyCluster
 import ParleyHTTP
 import ParleyServer
 import Prometheus
@@ -31,9 +32,11 @@ struct Run: AsyncParsableCommand {
         let hostedServices = makeHostedServices(configuration, logger: logger)
         // SQLite (the default) is opened by the server itself; PostgreSQL here, where it is imported.
         let postgres = try await openPostgresIfConfigured(configuration, logger: logger)
+        // The configuration loader refuses a cluster without PostgreSQL.
+        let cluster = configuration.cluster.enabled ? postgres.map { ClusterNode(configuration, storage: $0, logger: logger) } : nil
         let server = XMPPServer(
             configuration: configuration, logger: logger, prometheus: prometheus, hostedServices: hostedServices,
-            storage: postgres
+            storage: postgres, cluster: cluster
         ) { running in
             printBanner(running)
             starting.yield(running)
@@ -67,6 +70,7 @@ struct Run: AsyncParsableCommand {
         case .sqlite: lines.append("  data: \(configuration.dataDirectory) (SQLite: \(configuration.sqlitePath))")
         case .postgresql: lines.append("  data: \(configuration.dataDirectory) (PostgreSQL: \(storageLocation(configuration)))")
         }
+        if configuration.cluster.enabled { lines.append("  cluster node: \(configuration.clusterNodeID)") }
         let configArgument = options.config.map { " --config \($0)" } ?? ""
         lines.append("  add a user: parleyd adduser\(configArgument) alice   (from this checkout: make adduser USER=alice)")
         print(lines.joined(separator: "\n"))

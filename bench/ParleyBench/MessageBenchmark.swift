@@ -36,7 +36,7 @@ import Glibc
 enum MessageBenchmark: Benchmark {
     static var name: String { "messages" }
     static var summary: String {
-        "N pairs exchange chat messages: --port P --pairs N [--seconds T] [--window W] [--rate R] [--phases throughput,rate] [--sm] [--server-pid PID]"
+        "N pairs exchange chat messages: --port P [--peer-port P2] --pairs N [--seconds T] [--window W] [--rate R] [--phases throughput,rate] [--sm] [--server-pid PID]"
     }
 
     static func run(arguments: [String]) throws {
@@ -45,7 +45,7 @@ enum MessageBenchmark: Benchmark {
             valueOptions: [
                 "--host", "--port", "--domain", "--pairs", "--first-user", "--prefix", "--password", "--threads",
                 "--sources", "--seconds", "--warmup", "--window", "--rate", "--phases", "--server-pid", "--label",
-                "--body-bytes",
+                "--body-bytes", "--peer-port",
             ], flagOptions: ["--sm"])
         let pairs = max(1, try options.int("--pairs", default: 100))
         let settings = LoginBenchmark.Settings(
@@ -79,7 +79,8 @@ enum MessageBenchmark: Benchmark {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let rssBase = server?.rssKiB()
         let run = MessageRun(
-            settings: settings, pairs: pairs, bodyBytes: bodyBytes, streamManagement: options.flag("--sm"), group: group)
+            settings: settings, pairs: pairs, bodyBytes: bodyBytes, streamManagement: options.flag("--sm"), group: group,
+            peerPort: try options.optionalString("--peer-port").flatMap(Int.init))
         let loginFailures = run.logIn(timeout: 60)
         guard loginFailures.isEmpty else {
             for (reason, count) in loginFailures.sorted(by: { $0.value > $1.value }).prefix(5) {
@@ -156,11 +157,15 @@ final class MessageRun: Sendable {
     let keys = SCRAMKeyCache()
 
     let streamManagement: Bool
+    /// With a cluster: the second client of every pair logs in at this port (another node),
+    /// so every message crosses between nodes.
+    let peerPort: Int?
 
     init(
         settings: LoginBenchmark.Settings, pairs count: Int, bodyBytes: Int, streamManagement: Bool,
-        group: MultiThreadedEventLoopGroup
+        group: MultiThreadedEventLoopGroup, peerPort: Int? = nil
     ) {
+        self.peerPort = peerPort
         self.streamManagement = streamManagement
         self.settings = settings
         self.group = group
@@ -189,6 +194,8 @@ final class MessageRun: Sendable {
         for (index, pair) in pairs.enumerated() {
             for side in 0..<2 {
                 let number = settings.firstUser + 2 * index + side
+                var settings = settings
+                if side == 1, let peerPort { settings.port = peerPort }
                 LoginClient.connect(
                     on: pair.loop, number: number, sourceIndex: 2 * index + side, settings: settings, keys: keys,
                     next: { [streamManagement] in MessageClientHandler(pair: pair, side: side, streamManagement: streamManagement) },

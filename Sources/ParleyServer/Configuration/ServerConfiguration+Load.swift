@@ -156,6 +156,7 @@ extension ServerConfiguration {
         try readDiscovery(values, into: &config)
         try readHTTP(values, into: &config.http, domain: config.domain)
         try readMUC(values, into: &config)
+        try readCluster(values, into: &config)
         return config
     }
 

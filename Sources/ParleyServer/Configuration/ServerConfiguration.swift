@@ -30,6 +30,7 @@ public struct ServerConfiguration: Sendable, Hashable {
     public var storage = Storage()
     public var pep = PEP()
     public var muc = MUC()
+    public var cluster = Cluster()
     public var clientState = ClientState()
     public var contactInfo = ContactInfo()
     public var turn = TURN()

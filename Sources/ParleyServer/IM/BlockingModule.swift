@@ -14,6 +14,9 @@ public final class BlockingModule: ServerModule, DeliveryPolicy {
     let sessions: SessionRegistry
     let logger: Logger
     private let lists = NIOLockedValueBox(Lists())
+    /// Told the username whose list changed, once the change is stored (a cluster tells
+    /// its other nodes, which keep lists of their own).
+    private let listObservers = NIOLockedValueBox([@Sendable (String) -> Void]())
 
     private struct Lists {
         var blocked: [JID: Set<JID>] = [:]
@@ -40,6 +43,17 @@ public final class BlockingModule: ServerModule, DeliveryPolicy {
                 Task { await self?.reload(owner, username: username) }
             }
         }
+    }
+
+    /// `observer` hears of every stored change of a list, with its owner's username.
+    public func observeListChanges(_ observer: @escaping @Sendable (String) -> Void) {
+        listObservers.withLockedValue { $0.append(observer) }
+    }
+
+    /// Reads `username`'s list again: another node of a cluster changed it.
+    public func reloadList(of username: String, domain: JID) async {
+        guard let owner = try? JID(localpart: username, domainpart: domain.domainpart) else { return }
+        await reload(owner, username: username)
     }
 
     /// Replaces the list in memory with what storage holds, unless the owner changed it
@@ -165,6 +179,7 @@ public final class BlockingModule: ServerModule, DeliveryPolicy {
                 }
                 lists.blocked[owner] = current.isEmpty ? nil : current
             }
+            for observer in listObservers.withLockedValue({ $0 }) { observer(username) }
             if blocking { await sendUnavailable(of: owner, to: jids) }
             responder.result()
             push(payload, to: owner)

@@ -28,6 +28,13 @@ public final class OfflineModule: ServerModule, Sendable {
     let writer: OfflineWriter
     let sessions: SessionRegistry
     let deliveries = UserQueue()
+    /// Told of every account a message was stored for (a cluster tells the other nodes, where
+    /// the account may have an available session this node did not know of yet).
+    private let storeObservers = NIOLockedValueBox([@Sendable (JID) -> Void]())
+
+    public func observeStores(_ observer: @escaping @Sendable (JID) -> Void) {
+        storeObservers.withLockedValue { $0.append(observer) }
+    }
 
     public init(domain: JID, store: any OfflineStore, quota: Int, sessions: SessionRegistry, logger: Logger) {
         self.domain = domain
@@ -55,26 +62,17 @@ public final class OfflineModule: ServerModule, Sendable {
         default:
             return nil  // headline and error: silently dropped (RFC 6121 §8.5.2.2.1)
         }
-        // Chat states and other content-free messages are not kept (XEP-0334), nor are
-        // messages their sender marked not to be stored; like headlines they just lapse.
-        let hasContent = message.firstChild("body") != nil || message.firstChild("subject") != nil
-            || message.firstChild("store", namespace: XMLNamespace.hints) != nil
-        guard hasContent, message.firstChild("no-store", namespace: XMLNamespace.hints) == nil,
-            let username = account.localpart
-        else { return nil }
-        var stamped = message
-        stamped.removeChildren { $0.name == "delay" && $0.namespace == XMLNamespace.delay }
-        // Empty, as Prosody sends it: the XEP-0203 text is a human-readable reason that
-        // clients show verbatim, and "where it waited" tells a user nothing.
-        stamped.append(
-            XMLElement("delay", namespace: XMLNamespace.delay, ["from": domain.description, "stamp": Self.timestamp(Date())]))
+        guard let username = account.localpart, let stamped = Self.storedForm(of: message, domain: domain, at: Date()) else {
+            return nil
+        }
         // Enqueued here, synchronously, so messages are stored in the order they were routed.
-        let stored = sender?.eventLoop.makePromise(of: Void.self)
+        let (stored, storedContinuation) = AsyncStream.makeStream(of: Void.self)
         writer.enqueue(user: username, stanza: StoredStanza.serialize(stamped)) { [self, logger] result in
-            defer { stored?.succeed(()) }
+            defer { storedContinuation.finish() }
             switch result {
             case .success:
                 deliverIfAvailable(account.bare)
+                for observer in storeObservers.withLockedValue({ $0 }) { observer(account.bare) }
             case .failure(StorageError.quotaExceeded(let limit)):
                 sender.flatMap { sender in
                     message.errorReply(StanzaError(.resourceConstraint, text: "The recipient has \(limit) messages waiting; no more can be stored."))
@@ -89,8 +87,25 @@ public final class OfflineModule: ServerModule, Sendable {
                 }
             }
         }
-        guard let stored else { return nil }
-        return Task { try? await stored.futureResult.get() }
+        return Task { for await _ in stored {} }
+    }
+
+    /// The form in which a chat or normal message is kept for later (XEP-0203 `<delay/>`
+    /// stamped), or nil for one that is not kept: chat states and other content-free messages
+    /// (XEP-0334) and those their sender marked not to be stored just lapse, like headlines.
+    /// The cluster stores a dead node's undelivered messages with it.
+    public static func storedForm(of message: XMLElement, domain: JID, at date: Date) -> XMLElement? {
+        guard message.name == "message", ["chat", "normal"].contains(message.type ?? "normal") else { return nil }
+        let hasContent = message.firstChild("body") != nil || message.firstChild("subject") != nil
+            || message.firstChild("store", namespace: XMLNamespace.hints) != nil
+        guard hasContent, message.firstChild("no-store", namespace: XMLNamespace.hints) == nil else { return nil }
+        var stamped = message
+        stamped.removeChildren { $0.name == "delay" && $0.namespace == XMLNamespace.delay }
+        // Empty, as Prosody sends it: the XEP-0203 text is a human-readable reason that
+        // clients show verbatim, and "where it waited" tells a user nothing.
+        stamped.append(
+            XMLElement("delay", namespace: XMLNamespace.delay, ["from": domain.description, "stamp": Self.timestamp(date)]))
+        return stamped
     }
 
     /// Sends every stored message to a session that just became available, oldest first,
@@ -109,9 +124,12 @@ public final class OfflineModule: ServerModule, Sendable {
 
     /// After a store: the account may have become available meanwhile, past its initial
     /// delivery (RFC 6121 §8.5.2.1.1 wants the message delivered to an available resource).
-    private func deliverIfAvailable(_ account: JID) {
+    /// Also called by a cluster when another node stored messages for the account (a dead
+    /// node's inbox), which this node's available sessions would otherwise wait for.
+    public func deliverIfAvailable(_ account: JID) {
         guard let username = account.localpart else { return }
-        let available = sessions.sessions(of: account).filter { $0.isAvailable && $0.priority >= 0 }
+        // Only this node's sessions: a session on another node of a cluster is served by its own.
+        let available = sessions.sessions(of: account).filter { !$0.isRemote && $0.isAvailable && $0.priority >= 0 }
         guard let target = available.max(by: { $0.priority < $1.priority }) else { return }
         deliveries.enqueue(username) { [self] in await deliverStored(to: target, username: username) }
     }

@@ -2,8 +2,8 @@ import ParleyCore
 
 /// Stanzas kept in storage (pending subscription requests, offline messages) as XML text in
 /// the `jabber:client` namespace, and read back with the same parser as the network.
-enum StoredStanza {
-    static func serialize(_ stanza: XMLElement) -> String {
+public enum StoredStanza {
+    public static func serialize(_ stanza: XMLElement) -> String {
         var element = stanza
         if element.namespace == nil { element.namespace = XMLNamespace.client }
         return element.xmlString()
@@ -11,7 +11,7 @@ enum StoredStanza {
 
     /// Parses many stored stanzas with one parser (one libxml2 context instead of one each);
     /// an unreadable one is nil and the parser starts afresh after it.
-    static func parseAll(_ texts: [String]) -> [XMLElement?] {
+    public static func parseAll(_ texts: [String]) -> [XMLElement?] {
         var results: [XMLElement?] = []
         results.reserveCapacity(texts.count)
         var parser: XMLStreamParser? = nil
@@ -34,7 +34,7 @@ enum StoredStanza {
 
     private static let header = "<stream:stream xmlns='jabber:client' xmlns:stream='\(XMLNamespace.streams)'>"
 
-    static func parse(_ text: String) -> XMLElement? {
+    public static func parse(_ text: String) -> XMLElement? {
         let parser = XMLStreamParser()
         guard let events = try? parser.feed(Array((header + text).utf8)) else { return nil }
         for case .stanza(let element) in events { return element }

@@ -9,18 +9,28 @@ extension PEPService {
     func presenceChanged(_ session: SessionHandle, _ presence: XMLElement, initial: Bool) async {
         guard let announcement = EntityCapabilities.Announcement(presence: presence) else {
             // No caps on a later presence may be a client saving bytes: keep what it had.
-            if initial { interests.set([], for: session.jid, fresh: true) }
+            if initial {
+                interests.set([], for: session.jid, fresh: true)
+                mirrorInterests(of: session)
+            }
             return
         }
         if !initial, interests.isSettled(session.jid, ver: announcement.ver) { return }
         guard announcement.isVerifiable else { return await learn(session, announcement, initial: initial, shared: false) }
         if let nodes = interests.cached(announcement.ver) {
             let new = interests.set(nodes, for: session.jid, ver: announcement.ver, fresh: initial)
+            mirrorInterests(of: session)
             return await sendLastItems(to: session, nodes: new)
         }
         if initial { interests.forget(session.jid) }
         guard interests.wait(for: announcement.ver, session) else { return }
         await learn(session, announcement, initial: initial, shared: true)
+    }
+
+    /// Keeps the session's interests where other nodes of a cluster read them.
+    private func mirrorInterests(of session: SessionHandle) {
+        let nodes = interests.nodes(of: session.jid)
+        session.withPresence { $0.notifyNodes = nodes }
     }
 
     /// Asks `session` for its features; with `shared`, the answer settles its `ver` for
@@ -46,6 +56,7 @@ extension PEPService {
             guard other.isAvailable || other == session else { continue }
             if other == session || verified {
                 let new = interests.set(nodes ?? [], for: other.jid, ver: announcement.ver, fresh: other == session && initial)
+                mirrorInterests(of: other)
                 await sendLastItems(to: other, nodes: new)
             } else {
                 // Their claim of the same ver is not proven by someone else's answer.

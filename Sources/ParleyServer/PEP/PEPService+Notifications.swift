@@ -19,6 +19,12 @@ extension PEPService {
         send(event, from: owner, to: await recipients(owner: owner, node: node, configuration: configuration))
     }
 
+    /// Whether `session` wants notifications of `node`: a session on another node of a
+    /// cluster says so in its directory entry, since only its own node learned it.
+    func wants(_ session: SessionHandle, _ node: String) -> Bool {
+        session.isRemote ? session.withPresence { $0.notifyNodes.contains(node) } : interests.wants(session.jid, node)
+    }
+
     /// The available resources to notify about `node` of `owner`: the entitled sessions that
     /// want it, as kept by `recipientCache` (made again after any change), those available now.
     func recipients(owner: JID, node: String, configuration: PEPNodeConfiguration) async -> [SessionHandle] {
@@ -26,13 +32,13 @@ extension PEPService {
             return known.filter(\.isAvailable)
         }
         let generation = recipientCache.generation
-        var result = sessions.sessions(of: owner).filter { interests.wants($0.jid, node) }
+        var result = sessions.sessions(of: owner).filter { wants($0, node) }
         var complete = true
         if configuration.accessModel != .whitelist, let username = owner.localpart {
             if let contacts = await subscribedContacts(of: username) {
                 for contact in contacts
                 where PEPAccess.refusal(of: contact.jid, owner: owner, configuration: configuration, rosterItem: contact.item) == nil {
-                    result += sessions.sessions(of: contact.jid).filter { interests.wants($0.jid, node) }
+                    result += sessions.sessions(of: contact.jid).filter { wants($0, node) }
                 }
             } else {
                 complete = false

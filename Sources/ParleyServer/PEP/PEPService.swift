@@ -60,6 +60,7 @@ public final class PEPService: Sendable {
         self.recipientCache = recipientCache
         self.interests = NotifyInterests { recipientCache.sessionsChanged() }
         observable?.observeRosterChanges { username in recipientCache.rosterChanged(username) }
+        sessions.observeRemoteChanges { recipientCache.sessionsChanged() }
         events.subscribe { [weak self] event in
             guard let self else { return }
             switch event {

@@ -18,13 +18,22 @@ public final class SessionHandle: Sendable, Hashable, CustomStringConvertible {
     public let closeFuture: EventLoopFuture<Void>
     /// `jid` as a string, made once: every stanza routed to the session is stamped with it.
     public let jidString: String
+    /// The cluster node the session is bound on when that is another node (a cluster's
+    /// remote session); nil for a session of this server.
+    public let node: String?
+    /// In a cluster: for a local session, told when its `ClusterView` changes; for a remote
+    /// one, what carries stanzas to its node. nil on a single node.
+    let cluster: (any ClusterLink)?
     private let state: NIOLockedValueBox<SessionPresence>
     private let sink: @Sendable (SessionDelivery, DeliveryBatch?) -> Void
 
     init(
         jid: JID, id: UInt64, remoteAddress: String, accountID: Int64? = nil, eventLoop: any EventLoop,
-        closeFuture: EventLoopFuture<Void>, batchingSink: @escaping @Sendable (SessionDelivery, DeliveryBatch?) -> Void
+        closeFuture: EventLoopFuture<Void>, node: String? = nil, cluster: (any ClusterLink)? = nil,
+        batchingSink: @escaping @Sendable (SessionDelivery, DeliveryBatch?) -> Void
     ) {
+        self.node = node
+        self.cluster = cluster
         self.accountID = accountID
         self.closeFuture = closeFuture
         self.jid = jid
@@ -51,9 +60,62 @@ public final class SessionHandle: Sendable, Hashable, CustomStringConvertible {
     public var isAvailable: Bool { state.withLockedValue { $0.isAvailable } }
     public var priority: Int8 { state.withLockedValue { $0.priority } }
 
-    /// Reads or changes the session's presence bookkeeping atomically.
+    /// Reads or changes the session's presence bookkeeping atomically. In a cluster, a change
+    /// of what other nodes route by is passed on to them.
     public func withPresence<Result>(_ body: (inout SessionPresence) -> Result) -> Result {
-        state.withLockedValue(body)
+        guard let cluster, node == nil else { return state.withLockedValue(body) }
+        let (result, changed) = state.withLockedValue { state -> (Result, Bool) in
+            let before = state.clusterView
+            let result = body(&state)
+            return (result, state.clusterView != before)
+        }
+        if changed { cluster.localSessionChanged(self) }
+        return result
+    }
+
+    /// Whether the session is bound on another node of the cluster.
+    public var isRemote: Bool { node != nil }
+
+    /// A session bound on another node: deliveries go through `link` to that node's inbox.
+    /// `closeFuture` completes when the cluster learns that the session ended.
+    public static func remote(
+        jid: JID, node: String, accountID: Int64?, eventLoop: any EventLoop, closeFuture: EventLoopFuture<Void>,
+        link: any ClusterLink
+    ) -> SessionHandle {
+        let id = remoteSessionIDs.withLockedValue { next -> UInt64 in
+            next += 1
+            return next
+        }
+        let box = NIOLockedValueBox(WeakSessionHandle())
+        let handle = SessionHandle(
+            jid: jid, id: id, remoteAddress: "node \(node)", accountID: accountID, eventLoop: eventLoop,
+            closeFuture: closeFuture, node: node, cluster: link
+        ) { [weak link] delivery, _ in
+            guard let link, let handle = box.withLockedValue({ $0.handle }) else { return }
+            switch delivery {
+            case .stanza(let stanza):
+                _ = link.forward(stanza, to: handle)
+            case .confirmed(let stanza, let written):
+                let task = link.forward(stanza, to: handle)
+                Task {
+                    await task.value
+                    written.succeed(())
+                }
+            case .terminate(let error):
+                link.terminate(handle, error)
+            }
+        }
+        // Weak: the handle owns its sink, which must not keep the handle alive in turn.
+        box.withLockedValue { $0.handle = handle }
+        return handle
+    }
+
+    /// Hands `stanza` to the session; for one on another node, returns the write of it to
+    /// that node's inbox, which whoever must not acknowledge it earlier waits for.
+    func handOver(_ stanza: XMLElement) -> Task<Void, Never>? {
+        if node != nil, let cluster { return cluster.forward(stanza, to: self) }
+        deliver(stanza)
+        return nil
     }
 
     /// Queues a stanza for the client; it is written on the session's own event loop. A
@@ -86,6 +148,13 @@ public final class SessionHandle: Sendable, Hashable, CustomStringConvertible {
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }
 }
 
+/// Remote sessions' ids start far above any local session's, so the two never meet.
+private let remoteSessionIDs = NIOLockedValueBox<UInt64>(1 << 62)
+
+private struct WeakSessionHandle {
+    weak var handle: SessionHandle?
+}
+
 enum SessionDelivery: Sendable {
     case stanza(XMLElement)
     case confirmed(XMLElement, EventLoopPromise<Void>)
@@ -115,4 +184,7 @@ public struct SessionPresence: Sendable {
     /// Recipients of directed available presence outside any subscription: they get
     /// unavailable presence when the session goes away (RFC 6121 §4.6.3).
     public var directedPresence: Set<JID> = []
+    /// The PEP nodes it wants notifications of (XEP-0163 `+notify`, from its entity
+    /// capabilities), mirrored here so that other nodes of a cluster know them too.
+    public var notifyNodes: Set<String> = []
 }

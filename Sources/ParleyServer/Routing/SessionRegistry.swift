@@ -6,8 +6,19 @@ import ParleyCore
 /// work happens on its event loop.
 public final class SessionRegistry: Sendable {
     private let accounts = NIOLockedValueBox([JID: [String: SessionHandle]]())
+    /// The cluster this node belongs to, if any: told of every local bind and unbind.
+    private let link = NIOLockedValueBox<(any ClusterLink)?>(nil)
+    private let remoteObservers = NIOLockedValueBox([@Sendable () -> Void]())
 
     public init() {}
+
+    /// Joins the registry to a cluster (once, at start-up, before any session binds).
+    public func attach(_ cluster: any ClusterLink) {
+        link.withLockedValue { $0 = cluster }
+    }
+
+    /// The cluster link, for new local sessions' handles.
+    var cluster: (any ClusterLink)? { link.withLockedValue { $0 } }
 
     public enum Conflict: Sendable {
         /// Another session holds the resource; it is returned so the caller can end it.
@@ -24,7 +35,7 @@ public final class SessionRegistry: Sendable {
     ) -> Conflict? {
         guard let resource = handle.jid.resourcepart else { return nil }
         let bare = handle.jid.bare
-        return accounts.withLockedValue { accounts in
+        let conflict: Conflict? = accounts.withLockedValue { accounts in
             var resources = accounts[bare] ?? [:]
             for old in replacing { if resources[old.jid.resourcepart ?? ""] == old { resources[old.jid.resourcepart ?? ""] = nil } }
             if let existing = resources[resource] { return .resourceInUse(existing) }
@@ -33,6 +44,8 @@ public final class SessionRegistry: Sendable {
             accounts[bare] = resources
             return nil
         }
+        if conflict == nil, !handle.isRemote, let cluster = handle.cluster { cluster.localSessionBound(handle) }
+        return conflict
     }
 
     public func unbind(_ handle: SessionHandle) {
@@ -42,6 +55,47 @@ public final class SessionRegistry: Sendable {
             accounts[bare]?[resource] = nil
             if accounts[bare]?.isEmpty == true { accounts[bare] = nil }
         }
+        // Told even when another login took the resource meanwhile: the cluster removes only
+        // this session's own entry.
+        if !handle.isRemote, let cluster = handle.cluster { cluster.localSessionEnded(handle) }
+    }
+
+    /// A session on another node, as the cluster learned of it: it takes the resource from
+    /// whatever held it here (the newest bind wins cluster-wide); returns what it displaced.
+    @discardableResult
+    public func bindRemote(_ handle: SessionHandle) -> SessionHandle? {
+        guard let resource = handle.jid.resourcepart else { return nil }
+        return accounts.withLockedValue { accounts in
+            let previous = accounts[handle.jid.bare]?[resource]
+            accounts[handle.jid.bare, default: [:]][resource] = handle
+            return previous
+        }
+    }
+
+    /// Removes a remote session, if it is still the one bound under its JID.
+    public func unbindRemote(_ handle: SessionHandle) {
+        let bare = handle.jid.bare
+        accounts.withLockedValue { accounts in
+            guard let resource = handle.jid.resourcepart, accounts[bare]?[resource] == handle else { return }
+            accounts[bare]?[resource] = nil
+            if accounts[bare]?.isEmpty == true { accounts[bare] = nil }
+        }
+    }
+
+    /// `observer` hears of every change of the remote sessions (bound, ended, or their
+    /// presence changed): what caches of recipients must forget.
+    public func observeRemoteChanges(_ observer: @escaping @Sendable () -> Void) {
+        remoteObservers.withLockedValue { $0.append(observer) }
+    }
+
+    /// Called by the cluster after it changed remote sessions.
+    public func remoteSessionsChanged() {
+        for observer in remoteObservers.withLockedValue({ $0 }) { observer() }
+    }
+
+    /// The sessions bound on this node.
+    public var localSessions: [SessionHandle] {
+        accounts.withLockedValue { $0.values.flatMap { $0.values.filter { !$0.isRemote } } }
     }
 
     public func sessions(of bare: JID) -> [SessionHandle] {

@@ -168,8 +168,7 @@ public final class StanzaRouter: Sendable {
         _ stanza: XMLElement, to: JID, type: String, from sender: SessionHandle
     ) -> (Task<Void, Never>?, [SessionHandle]) {
         if to.isFull, let target = sessions.session(to) {
-            target.deliver(stanza)
-            return (nil, [target])
+            return (target.handOver(stanza), [target])
         }
         // RFC 6121 §8.5.3.2: a full JID with no such resource is treated as the bare JID,
         // except for groupchat, which only makes sense for the exact resource.
@@ -182,14 +181,36 @@ public final class StanzaRouter: Sendable {
 
     /// A message a session accepted for its client but could not write before it ended: it
     /// goes to the account's other resources or offline, like a new message to the bare JID.
-    public func redeliver(_ message: XMLElement, account: JID) {
+    /// Returns the work still in flight for it (a write to another node's inbox, or to
+    /// offline storage), which whoever held the message waits for before forgetting it.
+    @discardableResult
+    public func redeliver(_ message: XMLElement, account: JID) -> Task<Void, Never>? {
         let type = message.type ?? "normal"
-        guard type == "chat" || type == "normal" else { return }
+        guard type == "chat" || type == "normal" else { return nil }
         let targets = highestPriority(sessions.sessions(of: account).filter { $0.isAvailable && $0.priority >= 0 })
         if targets.isEmpty {
-            _ = modules.undeliverableMessageHandler?(message, account, nil)
-        } else {
-            for session in targets { session.deliver(message) }
+            return modules.undeliverableMessageHandler?(message, account, nil)
+        }
+        return handOver(message, to: targets)
+    }
+
+    /// Delivers to every one of `targets`; returns the writes to other nodes' inboxes, if
+    /// any (none on a single node, where this allocates nothing).
+    func handOver(_ stanza: XMLElement, to targets: [SessionHandle]) -> Task<Void, Never>? {
+        var pending: [Task<Void, Never>] = []
+        for session in targets {
+            if let write = session.handOver(stanza) { pending.append(write) }
+        }
+        return Self.all(pending)
+    }
+
+    /// One task for the writes of a delivery to several sessions; nil when none is pending
+    /// (every target local: the usual case costs nothing).
+    static func all(_ pending: [Task<Void, Never>]) -> Task<Void, Never>? {
+        switch pending.count {
+        case 0: return nil
+        case 1: return pending[0]
+        default: return Task { for task in pending { await task.value } }
         }
     }
 
@@ -199,19 +220,16 @@ public final class StanzaRouter: Sendable {
         switch type {
         case "error":
             guard let top = highestPriority(available).first else { return (nil, []) }
-            top.deliver(stanza)
-            return (nil, [top])
+            return (top.handOver(stanza), [top])
         case "groupchat":
             bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
             return (nil, [])
         case "headline":
-            for session in available { session.deliver(stanza) }
-            return (nil, available)
+            return (handOver(stanza, to: available), available)
         default:
             let targets = highestPriority(available)
             if !targets.isEmpty {
-                for session in targets { session.deliver(stanza) }
-                return (nil, targets)
+                return (handOver(stanza, to: targets), targets)
             }
         }
         // Nobody available: offline storage decides (it knows whether the account exists);

@@ -30,6 +30,8 @@ public final class RunningServer: Sendable {
     let lastActivity: LastActivityModule
 
     private let listeners: [any Channel]
+    /// The cluster this node belongs to, if `cluster.enabled`.
+    private let cluster: (any ClusterMember)?
     private let tracker: ConnectionTracker
     private let background: NIOLockedValueBox<[Task<Void, Never>]>
     private let stopped: EventLoopPromise<Void>
@@ -44,8 +46,9 @@ public final class RunningServer: Sendable {
         metricsAddress: SocketAddress?, certificateFingerprint: String?, certificatePath: String, context: ServerContext,
         storage: any ServerStorage, offline: OfflineModule, archive: ArchiveModule, pep: PEPService?, lastActivity: LastActivityModule,
         listeners: [any Channel], tracker: ConnectionTracker, background: [Task<Void, Never>],
-        stopped: EventLoopPromise<Void>, logger: Logger
+        stopped: EventLoopPromise<Void>, logger: Logger, cluster: (any ClusterMember)?
     ) {
+        self.cluster = cluster
         self.configuration = configuration
         self.c2sAddresses = c2sAddresses
         self.directTLSAddresses = directTLSAddresses
@@ -69,7 +72,7 @@ public final class RunningServer: Sendable {
         configuration: ServerConfiguration, logger: Logger,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         prometheus: PrometheusCollectorRegistry? = nil, hostedServices: [any HostedService] = [],
-        storage configuredStorage: (any ServerStorage)? = nil
+        storage configuredStorage: (any ServerStorage)? = nil, cluster: (any ClusterMember)? = nil
     ) async throws -> RunningServer {
         let domain = try JID(configuration.domain)
         try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
@@ -148,6 +151,13 @@ public final class RunningServer: Sendable {
         let router = StanzaRouter(domain: domain, sessions: sessions, modules: registry, policy: blocking, logger: logger, requests: requests,
             hosted: hosted)
         try await hosted.start(router: router, storage: storage)
+        if let cluster {
+            sessions.attach(cluster)
+            try await cluster.start(
+                ClusterHost(
+                    domain: domain, sessions: sessions, router: router, eventLoop: group.next(), logger: logger,
+                    offlineStored: { offline.deliverIfAvailable($0) }, blocking: blocking, offline: offline))
+        }
         let limits = configuration.limits
         let context = try ServerContext(
             policy: policy, sessions: sessions, router: router, accounts: storage, registration: registration, tls: tls,
@@ -225,7 +235,7 @@ public final class RunningServer: Sendable {
             configuration: configuration, c2sAddresses: c2s, directTLSAddresses: direct, metricsAddress: metricsAddress,
             certificateFingerprint: fingerprint, certificatePath: certificatePath, context: context, storage: storage, offline: offline, archive: archive,
             pep: pep, lastActivity: lastActivity, listeners: listeners, tracker: tracker, background: background,
-            stopped: group.next().makePromise(of: Void.self), logger: logger)
+            stopped: group.next().makePromise(of: Void.self), logger: logger, cluster: cluster)
     }
 
     /// Counts a client connection another listener accepted (the HTTP service's WebSocket
@@ -261,6 +271,8 @@ public final class RunningServer: Sendable {
         // So are the logouts of the sessions the shutdown ended (XEP-0012 last activity).
         await lastActivity.waitUntilIdle(deadline: ContinuousClock.now + .seconds(5))
         for service in context.router.hosted.all { await service.shutdown() }
+        // Last: the sessions' ends are written, and the node leaves the cluster's view.
+        await cluster?.stop()
         for task in background.withLockedValue({ $0 }) { task.cancel() }
         logger.info("stopped")
         stopped.succeed(())

@@ -18,6 +18,7 @@ public final class XMPPServer: Service {
     private let onStart: @Sendable (RunningServer) -> Void
     private let hostedServices: [any HostedService]
     private let storage: (any ServerStorage)?
+    private let cluster: (any ClusterMember)?
 
     public init(
         configuration: ServerConfiguration, logger: Logger,
@@ -25,10 +26,12 @@ public final class XMPPServer: Service {
         prometheus: PrometheusCollectorRegistry? = nil,
         hostedServices: [any HostedService] = [],
         storage: (any ServerStorage)? = nil,
+        cluster: (any ClusterMember)? = nil,
         onStart: @escaping @Sendable (RunningServer) -> Void = { _ in }
     ) {
         self.hostedServices = hostedServices
         self.storage = storage
+        self.cluster = cluster
         self.configuration = configuration
         self.logger = logger
         self.group = group
@@ -39,7 +42,7 @@ public final class XMPPServer: Service {
     public func run() async throws {
         let running = try await RunningServer.start(
             configuration: configuration, logger: logger, group: group, prometheus: prometheus,
-            hostedServices: hostedServices, storage: storage)
+            hostedServices: hostedServices, storage: storage, cluster: cluster)
         onStart(running)
         await withGracefulShutdownHandler {
             await running.waitUntilStopped()

@@ -60,7 +60,8 @@ final class TestServer: Sendable {
 
     static func start(
         accounts: [String: String] = defaultAccounts, hostedServices: [any HostedService] = [],
-        storage: (any ServerStorage)? = nil, _ configure: (inout ServerConfiguration) -> Void = { _ in }
+        storage: (any ServerStorage)? = nil, cluster: (any ClusterMember)? = nil,
+        _ configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> TestServer {
         let directory = NSTemporaryDirectory() + "parley-scenario-" + UUID().uuidString
         var configuration = baseConfiguration(directory: directory)
@@ -68,7 +69,7 @@ final class TestServer: Sendable {
         var logger = Logger(label: "parley.scenario")
         logger.logLevel = ProcessInfo.processInfo.environment["PARLEY_TEST_LOG"] != nil ? .debug : .critical
         let running = try await RunningServer.start(
-            configuration: configuration, logger: logger, hostedServices: hostedServices, storage: storage)
+            configuration: configuration, logger: logger, hostedServices: hostedServices, storage: storage, cluster: cluster)
         let server = TestServer(running: running, directory: directory, logger: logger, hostedServices: hostedServices, storage: storage)
         for (username, password) in accounts {
             try await server.createAccount(username, password: password)
