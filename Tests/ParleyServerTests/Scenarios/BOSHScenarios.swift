@@ -103,7 +103,7 @@ import Testing
 
     @Test func aStreamErrorEndsTheSessionWithRemoteStreamError() async throws {
         try await Self.with { server, port in
-            let web = BOSHTestClient(port: port)
+            let web = BOSHTestClient(port: port, wait: 30)
             try await web.login("alice", resource: "same")
             try await web.settle()
             let held = Task { try await web.request() }
@@ -121,7 +121,7 @@ import Testing
 
     @Test func shutdownEndsBOSHSessionsWithSystemShutdown() async throws {
         try await Self.with { server, port in
-            let web = BOSHTestClient(port: port)
+            let web = BOSHTestClient(port: port, wait: 30)
             try await web.login("alice")
             try await web.settle()
             let held = Task { try await web.request() }

@@ -33,6 +33,9 @@ final class BOSHTestClient: Sendable {
 
     let port: Int
     let path: String
+    /// The `wait` sessions are created with: short, so that polls come back quickly, or long
+    /// where a held request must stay held however slow the machine.
+    let wait: Int
     private struct State {
         var rid: UInt64
         var sid: String?
@@ -44,9 +47,10 @@ final class BOSHTestClient: Sendable {
 
     private let state: NIOLockedValueBox<State>
 
-    init(port: Int, path: String = "/http-bind", rid: UInt64 = 4_000_000) {
+    init(port: Int, path: String = "/http-bind", rid: UInt64 = 4_000_000, wait: Int = 2) {
         self.port = port
         self.path = path
+        self.wait = wait
         state = NIOLockedValueBox(State(rid: rid))
     }
 
@@ -122,7 +126,8 @@ final class BOSHTestClient: Sendable {
 
     /// The session creation request strophe.js 1.2.14 sends (`content`, `ver`, `xmpp:version`).
     @discardableResult
-    func create(wait: Int = 2, hold: Int = 1, extra: String = "") async throws -> Answer {
+    func create(wait: Int? = nil, hold: Int = 1, extra: String = "") async throws -> Answer {
+        let wait = wait ?? self.wait
         let answer = try await request(
             attributes: "to='\(TestServer.domain)' xml:lang='en' wait='\(wait)' hold='\(hold)' content='text/xml; charset=utf-8' "
                 + "ver='1.6' xmpp:version='1.0' xmlns:xmpp='\(Self.xbosh)'" + (extra.isEmpty ? "" : " " + extra))
