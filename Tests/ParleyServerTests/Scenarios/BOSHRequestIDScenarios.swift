@@ -148,10 +148,10 @@ import Testing
             try await web.settle()
             let held = Task { try await web.request() }
             try await Task.sleep(for: .milliseconds(100))
-            let paused = try await web.request(attributes: "pause='3'")
+            let paused = try await web.request(attributes: "pause='6'")
             #expect(!paused.isTerminate, "\(paused.text)")
             #expect(try await held.value.isTerminate == false)
-            // Past the usual inactivity (1 s), within the pause (3 s): still there.
+            // Past the usual inactivity (1 s), within the pause (6 s): still there.
             try await Task.sleep(for: .milliseconds(1800))
             #expect(server.running.context.sessions.sessions(of: try JID("alice@localhost")).count == 1)
             let pong = try await web.request("<iq type='get' id='p' to='localhost'><ping xmlns='urn:xmpp:ping'/></iq>")
