@@ -45,6 +45,7 @@ bench: deps
 	bench/muc.sh
 	bench/upload.sh
 	bench/cluster.sh
+	bench/bosh.sh
 
 fuzz: deps
 	$(SWIFT) build -c release --product ParleyFuzz --scratch-path .build-fuzz \

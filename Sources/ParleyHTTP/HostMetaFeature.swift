@@ -4,22 +4,38 @@ import NIOConcurrencyHelpers
 import NIOCore
 
 /// XEP-0156: `/.well-known/host-meta` (XRD) and `/.well-known/host-meta.json` (JRD) name the
-/// server's WebSocket endpoint, so that a web client given only a JID finds where to connect.
+/// server's WebSocket and BOSH endpoints, so that a web client given only a JID finds where to
+/// connect.
 /// Browsers read them from other origins (the web client's), hence the CORS headers.
 public final class HostMetaFeature: HTTPFeature {
     static let webSocketRelation = "urn:xmpp:alt-connections:websocket"
+    static let boshRelation = "urn:xmpp:alt-connections:xbosh"
     static let xrdNamespace = "http://docs.oasis-open.org/ns/xri/xrd-1.0"
 
     /// `wss://example.org:5281/xmpp-websocket`; with port 0 it is known only once bound.
+    /// Empty when WebSocket is off.
     private let webSocketURL: NIOLockedValueBox<String>
+    /// `https://example.org:5281/http-bind`; empty when BOSH is off.
+    private let boshURLBox: NIOLockedValueBox<String>
 
-    public init(webSocketURL: String) {
+    public init(webSocketURL: String, boshURL: String = "") {
         self.webSocketURL = NIOLockedValueBox(webSocketURL)
+        boshURLBox = NIOLockedValueBox(boshURL)
     }
 
     public var url: String {
         get { webSocketURL.withLockedValue { $0 } }
         set { webSocketURL.withLockedValue { $0 = newValue } }
+    }
+
+    public var boshURL: String {
+        get { boshURLBox.withLockedValue { $0 } }
+        set { boshURLBox.withLockedValue { $0 = newValue } }
+    }
+
+    /// Relation and address of each endpoint on offer, WebSocket first (XEP-0156 §3).
+    private var links: [(rel: String, href: String)] {
+        [(Self.webSocketRelation, url), (Self.boshRelation, boshURL)].filter { !$0.href.isEmpty }
     }
 
     /// The WebSocket URL for an HTTP base URL (`https://host:port` → `wss://host:port/path`).
@@ -50,11 +66,11 @@ public final class HostMetaFeature: HTTPFeature {
 
     func xrd() -> String {
         "<?xml version='1.0' encoding='utf-8'?>\n<XRD xmlns='\(Self.xrdNamespace)'>\n"
-            + "  <Link rel='\(Self.webSocketRelation)' href='\(Self.escapeXML(url))'/>\n</XRD>\n"
+            + links.map { "  <Link rel='\($0.rel)' href='\(Self.escapeXML($0.href))'/>\n" }.joined() + "</XRD>\n"
     }
 
     func jrd() -> String {
-        "{\"links\":[{\"rel\":\"\(Self.webSocketRelation)\",\"href\":\"\(Self.escapeJSON(url))\"}]}\n"
+        "{\"links\":[" + links.map { "{\"rel\":\"\($0.rel)\",\"href\":\"\(Self.escapeJSON($0.href))\"}" }.joined(separator: ",") + "]}\n"
     }
 
     /// Any page may read where to connect (Prosody's defaults for its HTTP modules).

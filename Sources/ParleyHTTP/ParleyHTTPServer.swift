@@ -12,10 +12,12 @@ public final class ParleyHTTPServer: Service, Sendable {
     /// Nil when uploads are disabled.
     public let uploadSlots: UploadSlots?
     public let uploads: UploadMaintenance?
-    /// XEP-0156 discovery of the WebSocket endpoint; nil when WebSocket is off.
+    /// XEP-0156 discovery of the WebSocket and BOSH endpoints; nil when both are off.
     public let hostMeta: HostMetaFeature?
     /// Where the web chat is (`/chat/`); nil when it is off, or WebSocket is.
     public let webChatPath: String?
+    /// XMPP over BOSH; nil when off.
+    public let bosh: BOSHEndpoint?
     private let feed: any AccountChangeFeed
     private let configuration: HTTPConfiguration
     private let maintenanceInterval: Duration
@@ -47,19 +49,32 @@ public final class ParleyHTTPServer: Service, Sendable {
         // passes it gets the endpoint and its XEP-0156 announcement.
         var webSocket: WebSocketEndpoint?
         var hostMeta: HostMetaFeature?
-        if http.webSocket.enabled, let xmpp {
+        let base = Self.baseURL(http, domain: configuration.domain, port: http.port)
+        let webSocketOn = http.webSocket.enabled && xmpp != nil, boshOn = http.bosh.enabled && xmpp != nil
+        if webSocketOn, let xmpp {
             webSocket = WebSocketEndpoint(configuration: http.webSocket, server: xmpp, httpTLS: http.tls)
-            let meta = HostMetaFeature(webSocketURL: HostMetaFeature.webSocketURL(
-                httpBase: Self.baseURL(http, domain: configuration.domain, port: http.port), path: http.webSocket.path))
+        }
+        if boshOn, let xmpp {
+            let endpoint = BOSHEndpoint(configuration: http.bosh, server: xmpp, httpTLS: http.tls, logger: logger)
+            features.append(endpoint)
+            bosh = endpoint
+        } else {
+            bosh = nil
+        }
+        if webSocketOn || boshOn {
+            let meta = HostMetaFeature(
+                webSocketURL: webSocketOn ? HostMetaFeature.webSocketURL(httpBase: base, path: http.webSocket.path) : "",
+                boshURL: boshOn ? Self.boshURL(httpBase: base, path: http.bosh.path) : "")
             features.append(meta)
             hostMeta = meta
-            if http.webChat.enabled {
+            // The page speaks XMPP over WebSocket only: BOSH alone does not serve it.
+            if webSocketOn && http.webChat.enabled {
                 let slots = uploadSlots
                 features.append(WebChatFeature(path: http.webChat.path, webSocketURL: { meta.url }, uploadBaseURL: { slots?.baseURL }))
             }
         }
         self.hostMeta = hostMeta
-        webChatPath = hostMeta != nil && http.webChat.enabled ? http.webChat.path + "/" : nil
+        webChatPath = webSocketOn && http.webChat.enabled ? http.webChat.path + "/" : nil
         let slots = uploadSlots, domain = configuration.domain, announced = hostMeta
         service = try HTTPService(
             configuration: http, certificatePath: certificatePath, keyPath: keyPath,
@@ -68,12 +83,20 @@ public final class ParleyHTTPServer: Service, Sendable {
             // With port 0 the upload URLs can only name the port once it is bound.
             if http.port == 0, http.publicURL == nil, let port = addresses.first?.port {
                 slots?.baseURL = Self.baseURL(http, domain: domain, port: port)
-                announced?.url = HostMetaFeature.webSocketURL(httpBase: Self.baseURL(http, domain: domain, port: port), path: http.webSocket.path)
+                let base = Self.baseURL(http, domain: domain, port: port)
+                if webSocketOn { announced?.url = HostMetaFeature.webSocketURL(httpBase: base, path: http.webSocket.path) }
+                if boshOn { announced?.boshURL = Self.boshURL(httpBase: base, path: http.bosh.path) }
             }
         }
         feed = storage
         self.configuration = http
         self.maintenanceInterval = maintenanceInterval
+    }
+
+    static func boshURL(httpBase: String, path: String) -> String {
+        var base = httpBase
+        while base.hasSuffix("/") { base.removeLast() }
+        return base + path
     }
 
     static func baseURL(_ http: HTTPConfiguration, domain: String, port: Int) -> String {

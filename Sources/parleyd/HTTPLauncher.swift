@@ -28,7 +28,8 @@ struct HTTPLauncher: Service {
             for address in await http.addresses() {
                 let host = address.ipAddress ?? "?"
                 print("  \(scheme): \(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(address.port ?? 0)/ (uploads: \(http.uploadSlots?.baseURL ?? "disabled"))")
-                if let webSocket = http.hostMeta?.url { print("  websocket: \(webSocket) (announced at /.well-known/host-meta)") }
+                if let webSocket = http.hostMeta?.url, !webSocket.isEmpty { print("  websocket: \(webSocket) (announced at /.well-known/host-meta)") }
+                if let bosh = http.hostMeta?.boshURL, !bosh.isEmpty { print("  bosh: \(bosh) (announced at /.well-known/host-meta)") }
                 if let chat = http.webChatPath { print("  web chat: \(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(address.port ?? 0)\(chat)") }
                 fflush(nil)
             }

@@ -115,7 +115,12 @@ final class TerminalSession {
     private let master: Int32
     private let output = Mutex(Data())
 
-    init(_ cli: CLI, _ arguments: [String], name: String, password: String = TestServer.password) throws {
+    /// `searchPath` is the process's PATH: tests that depend on which helper programs exist
+    /// (xdg-open) give it a folder of their own instead of the machine's.
+    init(
+        _ cli: CLI, _ arguments: [String], name: String, password: String = TestServer.password,
+        searchPath: String = "/usr/bin:/bin"
+    ) throws {
         self.name = name
         let (master, slaveName) = try PseudoTerminal.open()
         let slave = open(slaveName, O_RDWR | O_NOCTTY)
@@ -128,7 +133,7 @@ final class TerminalSession {
         process.executableURL = CLI.executable
         process.arguments = arguments
         process.environment = [
-            "HOME": cli.home, "XDG_CONFIG_HOME": cli.home + "/config", "XDG_DATA_HOME": cli.home + "/data", "PATH": "/usr/bin:/bin",
+            "HOME": cli.home, "XDG_CONFIG_HOME": cli.home + "/config", "XDG_DATA_HOME": cli.home + "/data", "PATH": searchPath,
             "TERM": "xterm-256color", "PARLEY_PASSWORD": password,
         ]
         let terminal = FileHandle(fileDescriptor: slave, closeOnDealloc: false)

@@ -77,7 +77,14 @@ struct CLIMediaTests {
             let cli = try CLI(server: server.server)
             let certificate = server.server.running.certificatePath
             let alice = try TerminalSession(cli, ["chat", "--config", try cli.writeMediaConfig("alice", certificate: certificate)], name: "alice")
-            let bob = try TerminalSession(cli, ["chat", "--config", try cli.writeMediaConfig("bob", certificate: certificate)], name: "bob")
+            // Bob's PATH holds only an xdg-open that records what it was asked to open, so the
+            // test does not depend on whether the machine has a desktop opener.
+            let opener = try temporaryFile("xdg-open", Array("#!/bin/sh\necho \"$1\" > \"$(dirname \"$0\")/opened\"\n".utf8))
+            chmod(opener, 0o755)
+            let openerFolder = (opener as NSString).deletingLastPathComponent
+            let bob = try TerminalSession(
+                cli, ["chat", "--config", try cli.writeMediaConfig("bob", certificate: certificate)], name: "bob",
+                searchPath: openerFolder)
             defer {
                 alice.end()
                 bob.end()
@@ -104,7 +111,13 @@ struct CLIMediaTests {
                 #expect(saved.hasSuffix("/talk.mp3"))
                 #expect(try Array(Data(contentsOf: URL(fileURLWithPath: saved))) == bytes)
                 try bob.type("/open 1")
-                try await bob.waitFor("no xdg-open here; the file is at \(saved)")
+                try await bob.waitFor("opening \(saved)")
+                let opened = openerFolder + "/opened"
+                // xdg-open runs on its own: its record may land just after the CLI's line.
+                for _ in 0..<100 where !FileManager.default.fileExists(atPath: opened) {
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                #expect(try String(contentsOfFile: opened, encoding: .utf8) == saved + "\n")
                 try bob.type("/history alice@localhost")
                 try await bob.waitFor("alice@localhost: #1 [audio talk.mp3 2.5 MB] https://localhost:", within: .seconds(5))
                 try alice.type("/quit")

@@ -17,6 +17,7 @@ public struct HTTPConfiguration: Sendable, Hashable {
     public var upload = Upload()
     public var webSocket = WebSocket()
     public var webChat = WebChat()
+    public var bosh = BOSH()
 
     public init() {}
 
@@ -39,6 +40,33 @@ public struct HTTPConfiguration: Sendable, Hashable {
         /// Origins (`https://chat.example.org`) whose pages may connect; empty allows every origin,
         /// as Prosody's `cross_domain_websocket = true`.
         public var allowedOrigins: [String] = []
+
+        public init() {}
+    }
+
+    /// XMPP over BOSH (XEP-0124/0206), announced through XEP-0156 host-meta next to WebSocket.
+    /// The defaults are Prosody's mod_bosh's (hold 1, requests 2, inactivity 60 s, wait ≤ 120 s).
+    public struct BOSH: Sendable, Hashable {
+        public var enabled = true
+        /// Prosody's path, which web clients try first.
+        public var path = "/http-bind"
+        /// The longest a request is held before an empty answer; a client may ask for less.
+        public var maxWait: Duration = .seconds(120)
+        /// The most requests held at once per session (`hold`).
+        public var maxHold = 1
+        /// The most requests a client may have outstanding at once (`requests`), which is
+        /// also the window of rids accepted ahead of the next expected one.
+        public var maxRequests = 2
+        /// A session with no request for this long ends, as a dropped TCP connection does.
+        public var inactivity: Duration = .seconds(60)
+        /// The longest a client may pause its session for (`maxpause`, XEP-0124 §10).
+        public var maxPause: Duration = .seconds(120)
+        /// Shortest interval between empty requests of a session that holds none (`polling`).
+        public var polling: Duration = .seconds(5)
+        /// Largest request body, in bytes.
+        public var maxBodyBytes = 262_144
+        /// The most BOSH sessions at once, over all clients.
+        public var maxSessions = 10_000
 
         public init() {}
     }

@@ -64,5 +64,25 @@ extension ServerConfiguration {
             throw values.error("webchat.path", "expected an absolute path of its own such as /chat, got \"\(webChat.path)\"")
         }
         http.webChat = webChat
+        try readBOSH(values, into: &http.bosh)
+    }
+}
+
+extension ServerConfiguration {
+    /// The `bosh:` section (XEP-0124/0206 on the HTTP service).
+    static func readBOSH(_ values: ConfigurationValues, into bosh: inout HTTPConfiguration.BOSH) throws(ConfigurationError) {
+        bosh.enabled = try values.bool("bosh.enabled", default: bosh.enabled)
+        bosh.path = try values.string("bosh.path", default: bosh.path)
+        guard bosh.path.hasPrefix("/"), !bosh.path.contains("?") else {
+            throw values.error("bosh.path", "expected an absolute path such as /http-bind, got \"\(bosh.path)\"")
+        }
+        bosh.maxWait = try values.seconds("bosh.max_wait", default: bosh.maxWait)
+        bosh.maxHold = try values.int("bosh.max_hold", default: bosh.maxHold, in: 0...16, expected: "an integer from 0 to 16")
+        bosh.maxRequests = try values.int("bosh.max_requests", default: bosh.maxRequests, in: 1...17, expected: "an integer from 1 to 17")
+        bosh.inactivity = try values.seconds("bosh.inactivity", default: bosh.inactivity)
+        bosh.maxPause = try values.seconds("bosh.max_pause", default: bosh.maxPause)
+        bosh.polling = try values.seconds("bosh.polling", default: bosh.polling)
+        bosh.maxBodyBytes = try values.positiveInt("bosh.max_body_size", default: bosh.maxBodyBytes)
+        bosh.maxSessions = try values.positiveInt("bosh.max_sessions", default: bosh.maxSessions)
     }
 }

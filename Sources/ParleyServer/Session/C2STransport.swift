@@ -9,7 +9,7 @@ import NIOCore
 ///
 /// A value, shared by every connection of one listener: an idle session pays nothing for it.
 public struct C2STransport: Sendable, Hashable {
-    /// For logs: `tcp`, `tls`, `websocket`.
+    /// For logs: `tcp`, `tls`, `websocket`, `bosh`.
     public let name: String
     /// Whether the bytes are already confidential when the stream begins (direct TLS; a
     /// WebSocket over HTTPS or over loopback). PLAIN and registration depend on it.
@@ -32,6 +32,11 @@ public struct C2STransport: Sendable, Hashable {
     /// RFC 7395 on the HTTP service.
     public static func webSocket(secure: Bool) -> C2STransport {
         C2STransport(name: "websocket", isSecure: secure, offersStartTLS: false)
+    }
+
+    /// XEP-0124/0206 on the HTTP service: TLS, if any, is the HTTP connection's (XEP-0206 §5).
+    public static func bosh(secure: Bool) -> C2STransport {
+        C2STransport(name: "bosh", isSecure: secure, offersStartTLS: false)
     }
 }
 

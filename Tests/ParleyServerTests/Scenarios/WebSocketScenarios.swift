@@ -254,7 +254,8 @@ import Testing
     // MARK: XEP-0156
 
     @Test func hostMetaListsTheWebSocketEndpointWithCORS() async throws {
-        try await Self.with { _, port in
+        // WebSocket alone (BOSH's link is BOSHSessionScenarios' concern).
+        try await Self.with({ $0.http.bosh.enabled = false }) { _, port in
             let url = "ws://localhost:\(port)/xmpp-websocket"
             let xrd = try await HTTPClient.shared.execute(
                 HTTPClientRequest(url: "http://127.0.0.1:\(port)/.well-known/host-meta"), timeout: .seconds(10))
