@@ -79,7 +79,7 @@ struct CLIMediaTests {
             let alice = try TerminalSession(cli, ["chat", "--config", try cli.writeMediaConfig("alice", certificate: certificate)], name: "alice")
             // Bob's PATH holds only an xdg-open that records what it was asked to open, so the
             // test does not depend on whether the machine has a desktop opener.
-            let opener = try temporaryFile("xdg-open", Array("#!/bin/sh\necho \"$1\" > \"$(dirname \"$0\")/opened\"\n".utf8))
+            let opener = try temporaryFile("xdg-open", Array("#!/bin/sh\necho \"$1\" > \"${0%/*}/opened\"\n".utf8))
             chmod(opener, 0o755)
             let openerFolder = (opener as NSString).deletingLastPathComponent
             let bob = try TerminalSession(
