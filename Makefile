@@ -44,6 +44,7 @@ bench: deps
 	bench/roster.sh
 	bench/muc.sh
 	bench/upload.sh
+	bench/websocket.sh
 
 fuzz: deps
 	$(SWIFT) build -c release --product ParleyFuzz --scratch-path .build-fuzz \

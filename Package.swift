@@ -142,6 +142,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // The XMPP-over-WebSocket clients.
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
             path: "bench/ParleyBench"),
         .target(
