@@ -46,6 +46,7 @@ bench: deps
 	bench/upload.sh
 	bench/cluster.sh
 	bench/bosh.sh
+	bench/websocket.sh
 
 fuzz: deps
 	$(SWIFT) build -c release --product ParleyFuzz --scratch-path .build-fuzz \

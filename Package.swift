@@ -157,6 +157,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // The XMPP-over-WebSocket clients.
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
             path: "bench/ParleyBench"),
         .target(
@@ -173,6 +175,8 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
+                // XMPP over WebSocket (RFC 7395).
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ]),
         .executableTarget(
             name: "parley",
@@ -253,6 +257,10 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                // A WebSocket server that is not an XMPP one, for the client's errors.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ]),
     ]
 )

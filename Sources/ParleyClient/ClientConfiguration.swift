@@ -12,6 +12,15 @@ public struct ClientConfiguration: Sendable {
         case none
     }
 
+    /// XMPP over WebSocket (RFC 7395) instead of a TCP stream: the same negotiation, stream
+    /// management and reconnection run over it.
+    public enum WebSocket: Sendable, Equatable {
+        /// This endpoint (`wss://chat.example.org/xmpp-websocket`).
+        case endpoint(WebSocketURL)
+        /// The endpoint the JID's domain lists in its XEP-0156 host-meta.
+        case discover
+    }
+
     public struct Reconnect: Sendable, Equatable {
         public var enabled = true
         public var initialDelay: Duration = .seconds(1)
@@ -28,7 +37,13 @@ public struct ClientConfiguration: Sendable {
     /// Connect here instead of the JID's domain (and its DNS SRV records).
     public var host: String?
     public var port: Int?
+    /// Ignored over a WebSocket, whose URL's scheme says whether it is TLS (`wss`) or not.
     public var security = Security.startTLS
+    /// Nil: a TCP stream (`host`, `port`, `security`).
+    public var webSocket: WebSocket?
+    /// Where `.discover` reads XEP-0156 host-meta instead of `https://<domain>` (a host-meta
+    /// on another port or host; HTTPS only).
+    public var hostMetaBase: String?
     public var trust = TLSTrust.systemDefault
     /// Resource to ask for; nil lets the server choose.
     public var resource: String?
@@ -57,6 +72,21 @@ public struct ClientConfiguration: Sendable {
         self.password = password
     }
 
-    var serverHost: String { host ?? jid.domainpart }
-    var serverPort: Int { port ?? (security == .directTLS ? 5223 : 5222) }
+    var serverHost: String { webSocketEndpoint?.host ?? host ?? jid.domainpart }
+    var serverPort: Int { webSocketEndpoint?.port ?? port ?? (security == .directTLS ? 5223 : 5222) }
+
+    /// The WebSocket to connect to, once configured or discovered.
+    var webSocketEndpoint: WebSocketURL? {
+        if case .endpoint(let url) = webSocket { url } else { nil }
+    }
+
+    /// Whether the stream is confidential from its first byte (direct TLS, `wss`).
+    var startsSecure: Bool {
+        webSocketEndpoint.map(\.isSecure) ?? (security == .directTLS)
+    }
+
+    /// STARTTLS is part of TCP streams only; RFC 7395 §3.2 leaves TLS to the WebSocket's own.
+    var negotiatesStartTLS: Bool {
+        webSocket == nil && security == .startTLS
+    }
 }

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import ParleyCore
+import ParleyTLS
 
 /// How a connection's end reads to the application: which stream errors are a kick (no
 /// reconnecting), and network errors as one line a person can act on.
@@ -38,6 +39,23 @@ extension XMPPClient {
             return "timed out"
         default:
             return "\(error)"
+        }
+    }
+}
+
+extension TLSError {
+    /// Why the server's certificate is not trusted, as the user reads it; nil for a TLS
+    /// failure of another kind.
+    var untrustedCertificateReason: String? {
+        switch self {
+        case .certificateUntrusted(let reason, let fingerprint):
+            "\(reason) (SHA-256 fingerprint \(fingerprint ?? "unknown"))"
+        case .hostnameMismatch(let expected, let fingerprint):
+            "the certificate is not for \(expected) (SHA-256 fingerprint \(fingerprint ?? "unknown"))"
+        case .pinnedCertificateMismatch(_, let actual):
+            "the certificate is not the trusted one (SHA-256 fingerprint \(actual ?? "unknown"))"
+        default:
+            nil
         }
     }
 }

@@ -54,6 +54,13 @@ public actor XMPPClient {
     /// Which connection is current: callbacks of an older one (closed by `disconnect()` or
     /// replaced by a reconnect) are ignored instead of ending the new one.
     private var generation = 0
+    /// Where the server last sent the client (see-other-host, see-other-uri): tried first by
+    /// each connection until it fails, then forgotten.
+    var redirect: ClientConfiguration?
+    /// Redirects followed since the last established session: a loop ends after a few.
+    var redirectsInARow = 0
+    /// The candidate the current connection went to (a discovered WebSocket, an SRV target).
+    var connectedVia: ClientConfiguration?
     /// What the connection's event loop reports, in the order it happened. One task consumes
     /// it, so stanzas reach the handlers in the order the server sent them (a `Task` per
     /// stanza would let them overtake each other on the global executor).
@@ -75,7 +82,12 @@ public actor XMPPClient {
         self.group = group
         self.logger = logger
         (events, eventSink) = AsyncStream.makeStream(of: ClientEvent.self, bufferingPolicy: .unbounded)
-        tls = configuration.security == .none ? nil : try TLSContext(client: TLSClientConfiguration(trust: configuration.trust, alpnProtocols: configuration.security == .directTLS ? ["xmpp-client"] : []))
+        if configuration.webSocket != nil {
+            // `wss://` is HTTPS before it is a WebSocket.
+            tls = try TLSContext(client: TLSClientConfiguration(trust: configuration.trust, alpnProtocols: ["http/1.1"]))
+        } else {
+            tls = configuration.security == .none ? nil : try TLSContext(client: TLSClientConfiguration(trust: configuration.trust, alpnProtocols: configuration.security == .directTLS ? ["xmpp-client"] : []))
+        }
         let (stream, continuation) = AsyncStream.makeStream(of: Inbound.self, bufferingPolicy: .unbounded)
         inbound = continuation
         // Ends when `deinit` finishes the stream.
@@ -162,7 +174,15 @@ public actor XMPPClient {
         let resumption = managed.flatMap { session in
             session.resumptionID.map { ResumptionRequest(previd: $0, jid: session.jid, counter: session.counter) }
         }
-        for candidate in await Self.candidates(for: configuration) {
+        let candidates: [ClientConfiguration]
+        do {
+            candidates = (redirect.map { [$0] } ?? []) + (try await Self.candidates(for: configuration))
+        } catch {
+            guard generation == current else { return }
+            return connectionEnded(.connectionLost(describe(error)))
+        }
+        let redirected = redirect != nil
+        for (index, candidate) in candidates.enumerated() {
             guard generation == current, state != .stopped else { return }
             tried.append("\(candidate.serverHost):\(candidate.serverPort)")
             do {
@@ -180,12 +200,17 @@ public actor XMPPClient {
                     return
                 }
                 self.connection = connection
+                connectedVia = candidate
                 return
             } catch {
                 lastError = error
+                if redirected, index == 0 { redirect = nil }
             }
         }
         guard generation == current else { return }
+        if let error = lastError as? TLSError, let untrusted = error.untrustedCertificateReason {
+            return connectionEnded(.certificateUntrusted(untrusted))
+        }
         let reason = lastError.map { describe($0) } ?? "no address to try"
         connectionEnded(.connectionLost("cannot connect to \(tried.joined(separator: ", ")): \(reason)"))
     }
@@ -194,6 +219,7 @@ public actor XMPPClient {
         guard state == .connecting else { return }
         state = .connected
         attempt = 0
+        redirectsInARow = 0
         boundJID = jid
         streamFeatures = features
         let resumed: Bool
@@ -265,6 +291,8 @@ public actor XMPPClient {
             resumeConnectWaiters(with: ClientError.certificateUntrusted(reason))
         case .connectionLost(let reason):
             scheduleReconnect(after: .connectionLost(reason))
+        case .redirected(let target):
+            followRedirect(to: target)
         case .registered, .registrationRefused:
             // Only registration connections end this way (see `registerAccount`).
             state = .stopped
@@ -272,7 +300,7 @@ public actor XMPPClient {
         }
     }
 
-    private func scheduleReconnect(after reason: DisconnectReason) {
+    func scheduleReconnect(after reason: DisconnectReason) {
         eventSink.yield(.disconnected(reason))
         guard configuration.reconnect.enabled else {
             state = .stopped

@@ -9,6 +9,8 @@ import ParleyTLS
 ///     { "jid": "alice@example.org", "host": "xmpp.example.org", "port": 5222,
 ///       "trusted_fingerprint": "AB:CD:…", "direct_tls": false }
 ///
+/// or, over a WebSocket, `"websocket": "wss://example.org/xmpp-websocket"` (or `"auto"`).
+///
 /// The password comes from `PARLEY_PASSWORD`, else the file's "password" (only if the file
 /// is readable by its owner alone), else a prompt without echo.
 struct AccountConfig: Decodable {
@@ -18,6 +20,8 @@ struct AccountConfig: Decodable {
     var trustedFingerprint: String?
     var password: String?
     var directTLS: Bool?
+    /// XMPP over WebSocket: a `wss://` URL, or "auto" for XEP-0156 discovery.
+    var webSocket: String?
     /// A PEM file HTTPS file transfers trust besides the system roots.
     var httpTrustedCertificate: String?
     /// The SQLite cache of roster and messages; default under ~/.local/share/parley.
@@ -27,6 +31,7 @@ struct AccountConfig: Decodable {
         case jid, host, port, password, cache
         case trustedFingerprint = "trusted_fingerprint"
         case directTLS = "direct_tls"
+        case webSocket = "websocket"
         case httpTrustedCertificate = "http_trusted_certificate"
     }
 

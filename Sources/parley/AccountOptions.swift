@@ -28,6 +28,13 @@ struct AccountOptions: ParsableArguments {
     @Flag(help: "TLS from the first byte (XEP-0368) instead of STARTTLS.")
     var directTLS = false
 
+    @Option(
+        name: .customLong("websocket"),
+        help: ArgumentHelp(
+            "Connect over XMPP-over-WebSocket (RFC 7395): a wss:// URL, or 'auto' to find the domain's endpoint through XEP-0156 host-meta.",
+            valueName: "url|auto"))
+    var webSocket: String?
+
     @Flag(help: "Log protocol details to stderr.")
     var verbose = false
 
@@ -50,12 +57,24 @@ struct AccountOptions: ParsableArguments {
         configuration.host = host ?? file.host
         configuration.port = port ?? file.port
         configuration.security = directTLS || file.directTLS == true ? .directTLS : .startTLS
+        if let choice = webSocket ?? file.webSocket {
+            configuration.webSocket = try Self.webSocket(choice)
+        }
         if let fingerprint = trustFingerprint ?? file.trustedFingerprint {
             configuration.trust = .pinned(.sha256Fingerprint(fingerprint))
         }
         configuration.httpTrustedCertificateFile = trustHTTPCertificate ?? file.httpTrustedCertificate
         configuration.reconnect.enabled = reconnect
         return (configuration, file.cache ?? AccountConfig.defaultCachePath(for: account))
+    }
+
+    /// `auto` or a `ws(s)://` URL.
+    static func webSocket(_ choice: String) throws -> ClientConfiguration.WebSocket {
+        if choice.lowercased() == "auto" { return .discover }
+        guard let url = WebSocketURL(choice) else {
+            throw CLIError("'\(choice)' is not a WebSocket URL (wss://host[:port]/path) or 'auto'", .usage)
+        }
+        return .endpoint(url)
     }
 
     var logger: Logger {

@@ -12,6 +12,10 @@ struct Parley: AsyncParsableCommand {
             "host": "…", "port": 5222, "trusted_fingerprint": "…"}. The password comes from PARLEY_PASSWORD, \
             the config file's "password" (only if the file is chmod 600), or a prompt.
 
+            Over XMPP-over-WebSocket (RFC 7395) instead of TCP: --websocket wss://host/xmpp-websocket, or \
+            --websocket auto to use the endpoint the domain lists in its XEP-0156 host-meta (the same as \
+            "websocket" in the config file).
+
             Exit codes: 0 ok, 1 usage or configuration error, 2 authentication failed, \
             3 connection or certificate problem, 4 the server refused.
             """,

@@ -59,7 +59,7 @@ import Testing
         var configuration = ClientConfiguration(jid: try .init("alice@example.com"), password: "x")
         configuration.host = "127.0.0.1"
         configuration.port = 5299
-        let candidates = await XMPPClient.candidates(for: configuration)
+        let candidates = try await XMPPClient.candidates(for: configuration)
         #expect(candidates.count == 1 && candidates[0].serverPort == 5299)
     }
 }

@@ -8,6 +8,8 @@ import Testing
 /// the profile features need; each test uses accounts of its own, so tests may run together.
 struct SharedProsody: SuiteTrait, TestScoping {
     @TaskLocal static var current: ProsodyServer?
+    /// Its XMPP-over-WebSocket endpoint (mod_websocket, RFC 7395), plain `ws://` on loopback.
+    @TaskLocal static var webSocketURL: String?
 
     static let users = [
         "alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan", "judy", "kim", "cli", "clifriend", "lena", "mike",
@@ -21,12 +23,16 @@ struct SharedProsody: SuiteTrait, TestScoping {
         let httpPort = try LoopbackPort.unusedBelowEphemeralRange()
         let prosody = try await ProsodyServer.start(
             users: Dictionary(uniqueKeysWithValues: Self.users.map { ($0, Self.password($0)) }),
-            modules: ["pep", "vcard_legacy", "private", "bookmarks", "lastactivity", "csi_simple"],
+            modules: ["pep", "vcard_legacy", "private", "bookmarks", "lastactivity", "csi_simple", "websocket"],
             // A host without XEP-0402, where bookmarks live in private XML storage (XEP-0048).
             extraHosts: ["legacy.localhost": ["bookmarks", "pep", "vcard_legacy"]],
             // mod_csi_simple goes back to holding stanzas this soon after a flush (default 5 s).
             options: """
                 csi_resume_inactive_delay = 0.2
+                -- mod_websocket over plain HTTP on loopback: secure enough for c2s_require_encryption,
+                -- and open to clients that send no browser Origin.
+                consider_websocket_secure = true
+                cross_domain_websocket = true
                 """,
             components: """
                 Component "conference.localhost" "muc"
@@ -39,7 +45,9 @@ struct SharedProsody: SuiteTrait, TestScoping {
                 """,
             httpPort: httpPort)
         do {
-            try await Self.$current.withValue(prosody) { try await function() }
+            try await Self.$current.withValue(prosody) {
+                try await Self.$webSocketURL.withValue("ws://127.0.0.1:\(httpPort)/xmpp-websocket") { try await function() }
+            }
         } catch {
             print("--- Prosody log (\(prosody.logPath)), last lines ---\n\(prosody.logTail(lines: 80))")
             await prosody.stop()

@@ -23,7 +23,7 @@ import Glibc
 enum LoginBenchmark: Benchmark {
     static var name: String { "login" }
     static var summary: String {
-        "log in N clients (SCRAM-SHA-256, bind, presence, ping): --port P --users N [--concurrency C] [--hold | --hold-seconds S]"
+        "log in N clients (SCRAM-SHA-256, bind, presence, ping): --port P --users N [--concurrency C] [--hold | --hold-seconds S] [--websocket PATH]"
     }
 
     struct Settings: Sendable {
@@ -40,6 +40,8 @@ enum LoginBenchmark: Benchmark {
         /// Written right after the bind, before the ping: the initial presence, and whatever a
         /// benchmark's clients must say first (the PEP benchmark's roster get and caps).
         var initialStanzas = "<presence/>"
+        /// XMPP over WebSocket (RFC 7395) at this path of `port` instead of a TCP stream.
+        var webSocketPath: String? = nil
     }
 
     static func run(arguments: [String]) throws {
@@ -47,7 +49,7 @@ enum LoginBenchmark: Benchmark {
             arguments,
             valueOptions: [
                 "--host", "--port", "--domain", "--users", "--first-user", "--prefix", "--password", "--concurrency",
-                "--threads", "--sources", "--hold-seconds", "--timeout", "--label",
+                "--threads", "--sources", "--hold-seconds", "--timeout", "--label", "--websocket",
             ],
             flagOptions: ["--hold"])
         let holdSeconds = options.optionalString("--hold-seconds").flatMap(Double.init)
@@ -61,7 +63,8 @@ enum LoginBenchmark: Benchmark {
             password: try options.string("--password", default: "benchpass"),
             concurrency: max(1, try options.int("--concurrency", default: 100)),
             sources: max(1, min(250, try options.int("--sources", default: 1))),
-            hold: options.flag("--hold") || holdSeconds != nil)
+            hold: options.flag("--hold") || holdSeconds != nil,
+            webSocketPath: options.optionalString("--websocket"))
         let threads = max(1, try options.int("--threads", default: System.coreCount))
         let timeout = Double(try options.int("--timeout", default: 120))
         let label = try options.string("--label", default: "\(settings.host):\(settings.port)")
@@ -252,7 +255,11 @@ enum LoginClient {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let first { try channel.pipeline.syncOperations.addHandler(first()) }
-                    try channel.pipeline.syncOperations.addHandler(XMLStreamDecoder())
+                    if let path = settings.webSocketPath {
+                        try channel.pipeline.syncOperations.addHandlers(BenchWebSocket.handlers(path: path, settings: settings))
+                    } else {
+                        try channel.pipeline.syncOperations.addHandler(XMLStreamDecoder())
+                    }
                     try channel.pipeline.syncOperations.addHandler(
                         LoginClientHandler(
                             username: username, settings: settings, keys: keys, started: started,

@@ -36,7 +36,7 @@ import Glibc
 enum MessageBenchmark: Benchmark {
     static var name: String { "messages" }
     static var summary: String {
-        "N pairs exchange chat messages: --port P [--peer-port P2] --pairs N [--seconds T] [--window W] [--rate R] [--phases throughput,rate] [--sm] [--server-pid PID]"
+        "N pairs exchange chat messages: --port P [--peer-port P2] --pairs N [--seconds T] [--window W] [--rate R] [--phases throughput,rate] [--sm] [--server-pid PID] [--websocket PATH]"
     }
 
     static func run(arguments: [String]) throws {
@@ -45,7 +45,7 @@ enum MessageBenchmark: Benchmark {
             valueOptions: [
                 "--host", "--port", "--domain", "--pairs", "--first-user", "--prefix", "--password", "--threads",
                 "--sources", "--seconds", "--warmup", "--window", "--rate", "--phases", "--server-pid", "--label",
-                "--body-bytes", "--peer-port",
+                "--body-bytes", "--peer-port", "--websocket",
             ], flagOptions: ["--sm"])
         let pairs = max(1, try options.int("--pairs", default: 100))
         let settings = LoginBenchmark.Settings(
@@ -58,7 +58,8 @@ enum MessageBenchmark: Benchmark {
             password: try options.string("--password", default: "benchpass"),
             concurrency: 2 * pairs,
             sources: max(1, min(250, try options.int("--sources", default: 1))),
-            hold: true)
+            hold: true,
+            webSocketPath: options.optionalString("--websocket"))
         let seconds = Double(try options.string("--seconds", default: "10")) ?? 10
         let warmup = Double(try options.string("--warmup", default: "1")) ?? 1
         let window = max(1, try options.int("--window", default: 4))

@@ -15,7 +15,17 @@ extension XMPPClient {
     public static func registerAccount(
         configuration: ClientConfiguration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws {
-        let tls = configuration.security == .none ? nil : try TLSContext(client: TLSClientConfiguration(trust: configuration.trust))
+        var configuration = configuration
+        if configuration.webSocket == .discover {
+            // The endpoint the domain's host-meta lists, as for signing in.
+            do {
+                configuration = try await XMPPClient.candidates(for: configuration)[0]
+            } catch {
+                throw ClientError.connectionFailed("\(error)")
+            }
+        }
+        let tls = configuration.security == .none && configuration.webSocket == nil
+            ? nil : try TLSContext(client: TLSClientConfiguration(trust: configuration.trust))
         let promise = group.next().makePromise(of: ConnectionEnd.self)
         let connection: ClientConnection
         do {
@@ -37,6 +47,7 @@ extension XMPPClient {
         case .authenticationFailed(let reason): throw ClientError.authenticationFailed(reason)
         case .streamError(let error): throw ClientError.connectionFailed(error.description)
         case .connectionLost(let reason): throw ClientError.connectionFailed(reason)
+        case .redirected(let target): throw ClientError.connectionFailed("the server sent the client to \(target)")
         }
     }
 }

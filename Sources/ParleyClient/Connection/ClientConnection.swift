@@ -4,11 +4,11 @@ import ParleyCore
 import ParleyStream
 import ParleyTLS
 
-/// One TCP (and TLS) connection to a server, negotiated up to a bound session.
+/// One connection to a server (TCP, TLS, or a WebSocket), negotiated up to a bound session.
 final class ClientConnection: Sendable {
     let channel: any Channel
 
-    private init(channel: any Channel) {
+    init(channel: any Channel) {
         self.channel = channel
     }
 
@@ -17,6 +17,11 @@ final class ClientConnection: Sendable {
         configuration: ClientConfiguration, tls: TLSContext?, group: any EventLoopGroup, registersAccount: Bool = false,
         resumption: ResumptionRequest? = nil, callbacks: @escaping @Sendable () -> ClientStreamHandler.Callbacks
     ) async throws -> ClientConnection {
+        if let url = configuration.webSocketEndpoint {
+            return try await openWebSocket(
+                url, configuration: configuration, tls: tls, group: group, registersAccount: registersAccount, resumption: resumption,
+                callbacks: callbacks)
+        }
         let keepalive = StreamKeepaliveHandler.Configuration(
             whitespaceInterval: nil, pingAfter: TimeAmount(configuration.heartbeatInterval),
             idleTimeout: TimeAmount(configuration.heartbeatInterval + configuration.heartbeatTimeout))
@@ -56,7 +61,8 @@ final class ClientConnection: Sendable {
         timer.cancel()
     }
 
-    /// Ends the stream politely: `</stream:stream>`, then the TCP (and TLS) close.
+    /// Ends the stream politely: `</stream:stream>` (a WebSocket's `<close/>` and close frame),
+    /// then the TCP (and TLS) close.
     func close() {
         let channel = self.channel
         channel.writeAndFlush(XMLStreamOutput.close).whenComplete { _ in

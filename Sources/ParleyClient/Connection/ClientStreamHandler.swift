@@ -68,7 +68,7 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
         self.registersAccount = registersAccount
         self.resumption = resumption
         self.callbacks = callbacks
-        self.isSecure = configuration.security == .directTLS
+        self.isSecure = configuration.startsSecure
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -94,12 +94,8 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
             // The server's bytes broke the rules: say so, then give up the connection.
             write(.error(streamError))
             finish(.connectionLost("the server sent invalid XML: \(streamError)"))
-        case TLSError.certificateUntrusted(let reason, let fingerprint):
-            finish(.certificateUntrusted("\(reason) (SHA-256 fingerprint \(fingerprint ?? "unknown"))"))
-        case TLSError.hostnameMismatch(let expected, let fingerprint):
-            finish(.certificateUntrusted("the certificate is not for \(expected) (SHA-256 fingerprint \(fingerprint ?? "unknown"))"))
-        case TLSError.pinnedCertificateMismatch(_, let actual):
-            finish(.certificateUntrusted("the certificate is not the trusted one (SHA-256 fingerprint \(actual ?? "unknown"))"))
+        case let tlsError as TLSError where tlsError.untrustedCertificateReason != nil:
+            finish(.certificateUntrusted(tlsError.untrustedCertificateReason ?? ""))
         default:
             finish(.connectionLost("\(error)"))
         }
@@ -107,6 +103,11 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let redirect = event as? WebSocketClientFraming.Redirect {
+            // The `<close/>` that carried it follows, and is answered as any other.
+            if let target = ServerRedirect(seeOtherURI: redirect.uri) { finish(.redirected(target)) }
+            return
+        }
         if event is StreamKeepaliveHandler.PeerIdle, case .established = phase {
             // A managed stream asks for an acknowledgement instead (XEP-0198 §8): it proves
             // the server alive and tells it how far we are, without a stanza to count.
@@ -158,6 +159,9 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
     private func received(_ element: XMLElement) {
         if element.name == "error", element.namespace == XMLNamespace.streams {
             let error = StreamError(element: element)
+            if error.condition == .seeOtherHost, let other = error.otherHost, let redirect = ServerRedirect(seeOtherHost: other) {
+                return finish(.redirected(redirect))
+            }
             return finish(.streamError(error))
         }
         switch phase {
@@ -209,7 +213,7 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
             bind()
             return
         }
-        if !isSecure, configuration.security == .startTLS {
+        if !isSecure, configuration.negotiatesStartTLS {
             guard features.firstChild("starttls", namespace: XMLNamespace.tls) != nil, tls != nil else {
                 return fail(
                     StreamError(.policyViolation, text: "This client requires TLS."),
@@ -388,4 +392,6 @@ enum ConnectionEnd: Sendable, Equatable {
     case registered
     /// In-band registration was refused (taken, not allowed, password too short, …).
     case registrationRefused(StanzaError)
+    /// The server sent the client elsewhere (`see-other-host`, `see-other-uri`).
+    case redirected(ServerRedirect)
 }

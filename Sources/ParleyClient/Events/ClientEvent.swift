@@ -52,6 +52,9 @@ public enum DisconnectReason: Sendable, Equatable, CustomStringConvertible {
     case connectionLost(String)
     /// The server is shutting down or restarting (`<system-shutdown/>`).
     case serverShutdown
+    /// The server sent the client to another host or endpoint (a rolling restart), where it
+    /// reconnects and resumes the session if it can.
+    case redirected(to: String)
     case authenticationFailed(String)
     case certificateUntrusted(String)
 
@@ -60,6 +63,7 @@ public enum DisconnectReason: Sendable, Equatable, CustomStringConvertible {
         case .requested: "disconnected"
         case .connectionLost(let detail): "connection lost: \(detail)"
         case .serverShutdown: "the server is shutting down"
+        case .redirected(let target): "the server sent the client to \(target)"
         case .authenticationFailed(let detail): "authentication failed: \(detail)"
         case .certificateUntrusted(let detail): "untrusted certificate: \(detail)"
         }

@@ -24,7 +24,7 @@ enum HTTPTransfer {
     /// One client for the process, like `HTTPClient.shared`, but a connection that cannot be
     /// made (refused, untrusted certificate) fails the transfer at once instead of being
     /// tried again until the transfer's deadline.
-    private static let client: HTTPClient = {
+    static let client: HTTPClient = {
         var configuration = HTTPClient.Configuration()
         configuration.timeout.connect = .seconds(10)
         configuration.connectionPool.retryConnectionEstablishment = false

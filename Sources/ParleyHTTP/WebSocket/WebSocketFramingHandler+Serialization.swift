@@ -18,9 +18,15 @@ extension WebSocketFramingHandler {
         return buffer
     }
 
-    static func closeElement(allocator: ByteBufferAllocator) -> ByteBuffer {
+    /// `<close xmlns='urn:ietf:params:xml:ns:xmpp-framing'/>`, with `see-other-uri` when the
+    /// client is sent to another endpoint (RFC 7395 §3.6.1).
+    static func closeElement(seeOtherURI: String? = nil, allocator: ByteBufferAllocator) -> ByteBuffer {
         var buffer = allocator.buffer(capacity: 64)
-        buffer.writeString("<close xmlns='\(framingNamespace)'/>")
+        guard let seeOtherURI else {
+            buffer.writeString("<close xmlns='\(framingNamespace)'/>")
+            return buffer
+        }
+        XMLSerializer.write(XMLElement("close", namespace: framingNamespace, ["see-other-uri": seeOtherURI]), to: &buffer)
         return buffer
     }
 

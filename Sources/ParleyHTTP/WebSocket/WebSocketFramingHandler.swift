@@ -32,6 +32,8 @@ final class WebSocketFramingHandler: ChannelDuplexHandler, RemovableChannelHandl
     private var closeSent = false
     /// The WebSocket close code to end with (RFC 6455 §7.4.1), when not a normal closure.
     private var closeCode = WebSocketErrorCode.normalClosure
+    /// Set by a redirecting shutdown: the `<close/>` that ends the stream carries it.
+    private var seeOtherURI: String?
     /// As `XMLStreamDecoder` does on TCP: libxml2's context (most of an idle connection's
     /// memory) is given back after this long without a message, and rebuilt by the next one.
     private static let releaseMemoryAfter = TimeAmount.seconds(2)
@@ -249,6 +251,16 @@ final class WebSocketFramingHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if var shutdown = event as? ServerShutdownEvent {
+            // RFC 7395 §3.6.1: a WebSocket is sent elsewhere by its `<close/>`, not by a
+            // `<see-other-host/>` stream error (which names no endpoint a web client can use).
+            shutdown.redirectHost = nil
+            if let uri = shutdown.redirectWebSocketURI {
+                seeOtherURI = uri
+                shutdown.redirectedByTransport = true
+            }
+            return context.fireUserInboundEventTriggered(shutdown)
+        }
         if event is StreamKeepaliveHandler.PeerIdle {
             // A pong (or anything else) coming back is the sign of life the keepalive waits for.
             let ping = WebSocketFrame(fin: true, opcode: .ping, data: context.channel.allocator.buffer(capacity: 0))
@@ -272,7 +284,7 @@ final class WebSocketFramingHandler: ChannelDuplexHandler, RemovableChannelHandl
             writeText(context: context, Self.serialize(error.element, allocator: context.channel.allocator), promise: nil)
             writeText(context: context, Self.closeElement(allocator: context.channel.allocator), promise: promise)
         case .close:
-            writeText(context: context, Self.closeElement(allocator: context.channel.allocator), promise: promise)
+            writeText(context: context, Self.closeElement(seeOtherURI: seeOtherURI, allocator: context.channel.allocator), promise: promise)
         }
     }
 

@@ -79,6 +79,7 @@ struct WebSocketUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
     }
 
     func handle(value: Value, logger: Logger) async {
+        let endpoint = self.endpoint
         do {
             // A connection that has not sent its first request yet (browsers open spare ones
             // ahead of need) would hold a graceful shutdown for ever: nothing else completes
@@ -97,12 +98,12 @@ struct WebSocketUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
             case .webSocket:
                 // The session runs in the pipeline; this task only keeps the connection counted
                 // by the HTTP server until it closes. On graceful shutdown the session says
-                // <system-shutdown/> (RunningServer tells every session it tracks).
+                // <system-shutdown/>, or is redirected (RunningServer tells every session it tracks).
                 let channel = value.channel
                 await withGracefulShutdownHandler {
                     try? await channel.closeFuture.get()
                 } onGracefulShutdown: {
-                    channel.pipeline.fireUserInboundEventTriggered(ServerShutdownEvent())
+                    channel.pipeline.fireUserInboundEventTriggered(ServerShutdownEvent(endpoint.server.configuration.shutdown))
                 }
             }
         } catch {

@@ -53,6 +53,8 @@ enum ConfigurationSchema {
         "stream_management.resume_timeout": .scalar,
         "stream_management.max_unacked": .scalar,
         "shutdown.grace_period": .scalar,
+        "shutdown.redirect_host": .scalar,
+        "shutdown.redirect_websocket_uri": .scalar,
         "http.enabled": .scalar,
         "http.interfaces": .list,
         "http.port": .scalar,

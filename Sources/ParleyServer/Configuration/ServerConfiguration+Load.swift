@@ -136,6 +136,8 @@ extension ServerConfiguration {
 
         config.shutdown.gracePeriod = try values.seconds(
             "shutdown.grace_period", default: config.shutdown.gracePeriod, allowZero: true)
+        config.shutdown.redirectHost = try values.redirectHost("shutdown.redirect_host")
+        config.shutdown.redirectWebSocketURI = try values.webSocketURI("shutdown.redirect_websocket_uri")
 
         config.metrics.enabled = try values.bool("metrics.enabled", default: config.metrics.enabled)
         config.metrics.address = try values.string("metrics.address", default: config.metrics.address)

@@ -188,6 +188,11 @@ public struct ServerConfiguration: Sendable, Hashable {
     public struct Shutdown: Sendable, Hashable {
         /// How long sessions get to drain before they are closed.
         public var gracePeriod: Duration = .seconds(10)
+        /// For rolling restarts: TCP streams end with `<see-other-host>` naming this
+        /// (`host` or `host:port`, RFC 6120 §4.9.3.19) instead of `<system-shutdown/>`.
+        public var redirectHost: String?
+        /// WebSocket sessions end with `<close see-other-uri=…/>` (RFC 7395 §3.6.1) naming this.
+        public var redirectWebSocketURI: String?
         public init() {}
     }
 

@@ -17,7 +17,22 @@ final class ConnectionTracker: Sendable {
 }
 
 /// Sent through every connection's pipeline when the server begins to shut down; the
-/// session answers with `<system-shutdown/>`.
+/// session answers with `<system-shutdown/>`, or sends the client elsewhere (`shutdown.redirect_*`).
 public struct ServerShutdownEvent: Sendable {
-    public init() {}
+    /// `<see-other-host>` for streams whose framing has no redirect of its own (TCP).
+    public var redirectHost: String?
+    /// For a WebSocket: its framing handler puts it in the `<close/>` it writes.
+    public var redirectWebSocketURI: String?
+    /// A transport below the session has taken the redirect over (the WebSocket framing's
+    /// `see-other-uri`): the session only closes its stream, which the transport marks.
+    public var redirectedByTransport = false
+
+    public init(redirectHost: String? = nil, redirectWebSocketURI: String? = nil) {
+        self.redirectHost = redirectHost
+        self.redirectWebSocketURI = redirectWebSocketURI
+    }
+
+    public init(_ shutdown: ServerConfiguration.Shutdown) {
+        self.init(redirectHost: shutdown.redirectHost, redirectWebSocketURI: shutdown.redirectWebSocketURI)
+    }
 }

@@ -256,7 +256,7 @@ public final class RunningServer: Sendable {
         for listener in listeners { try? await listener.close() }
         for service in context.router.hosted.all { service.serverStopping() }
         for channel in tracker.open {
-            channel.pipeline.fireUserInboundEventTriggered(ServerShutdownEvent())
+            channel.pipeline.fireUserInboundEventTriggered(ServerShutdownEvent(configuration.shutdown))
         }
         let deadline = ContinuousClock.now + configuration.shutdown.gracePeriod
         while !tracker.open.isEmpty, ContinuousClock.now < deadline {

@@ -200,8 +200,8 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
             logger.debug("TLS established", metadata: ["tls": "\(info.protocolVersion) \(info.cipherSuite)"])
         } else if event is StreamKeepaliveHandler.PeerIdle {
             pingIdlePeer()
-        } else if event is ServerShutdownEvent {
-            fail(StreamError(.systemShutdown, text: "The server is shutting down."))
+        } else if let shutdown = event as? ServerShutdownEvent {
+            shuttingDown(shutdown)
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -396,7 +396,7 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     /// Writes the last thing this side says on the stream, then closes once it is out.
-    private func finish(with output: XMLStreamOutput) {
+    func finish(with output: XMLStreamOutput) {
         guard let context else { return }
         phase = .closed
         unauthenticatedTimer?.cancel()
