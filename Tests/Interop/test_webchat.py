@@ -297,7 +297,7 @@ def test_the_pages_scram_computes_the_rfc_7677_example(parleyd, browser):  # noq
 
 
 # Transports strophe.js is tested over; BOSH joins when parleyd serves it.
-STROPHE_TRANSPORTS = {"websocket": websocket_url}
+STROPHE_TRANSPORTS = {"websocket": websocket_url, "bosh": lambda parleyd: http_base(parleyd) + "http-bind"}
 
 STROPHE_PAGE = """<!doctype html>
 <meta charset="utf-8">
