@@ -20,6 +20,7 @@ enum PostgresMigrations {
         ("v5_profile", profile),
         ("v6_muc", muc),
         ("v7_uploads", uploads),
+        ("v20_muc_allowpm", mucAllowPM),
     ]
 
     /// Two nodes starting at once take turns: the advisory lock is held by each migration's
@@ -237,6 +238,11 @@ enum PostgresMigrations {
 
     /// Persistent rooms (XEP-0045) with their affiliations, vCards and registered nicks, and
     /// the rooms' archives (no foreign key to the rooms: temporary rooms are archived too).
+    /// Who may send private messages in a stored room (muc#roomconfig_allowpm).
+    private static let mucAllowPM = """
+        ALTER TABLE muc_rooms ADD COLUMN allow_pm TEXT NOT NULL DEFAULT 'anyone';
+        """
+
     private static let muc = """
         CREATE TABLE muc_rooms (
             service TEXT COLLATE "C" NOT NULL,
