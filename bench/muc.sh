@@ -26,8 +26,9 @@
 # ejabberd (installed from Debian here when missing, without starting its service; needs root).
 # Knobs: ROOM_SIZES SENDERS PHASE_SECONDS WINDOW RATE BODY_BYTES THREADS SERVERS BENCH_TMP_PARENT KEEP_TMP
 # JOIN_TIMEOUT (seconds a room may take to fill; a server that needs longer is reported with
-# what it reached), PARLEYD_BEFORE (a second parleyd binary, measured as server
-# `parleyd_before` with its own copy of the data: add it to SERVERS for a before/after run).
+# what it reached), BEFORE_PARLEYD (a second parleyd binary, measured as server
+# `parleyd_before` with its own data, seeded by BEFORE_BENCH if given: add it to SERVERS for a
+# before/after run).
 # The sizes are the outer loop: every server's part for one size runs before the next size,
 # so a change in the machine's load weighs on all of them alike.
 set -euo pipefail
@@ -42,7 +43,7 @@ BODY_BYTES=${BODY_BYTES:-100}
 THREADS=${THREADS:-2}
 SERVERS=${SERVERS:-"parleyd prosody ejabberd"}
 JOIN_TIMEOUT=${JOIN_TIMEOUT:-600}
-PARLEYD_BEFORE=${PARLEYD_BEFORE:-}
+BEFORE_PARLEYD=${BEFORE_PARLEYD:-}
 . bench/lib.sh
 . bench/ejabberd.sh
 
@@ -67,16 +68,19 @@ write_prosody_config "$prosody_port" '{ "s2s", "offline" }'
 echo 'Component "conference.localhost" "muc"' >> "$tmp/prosody/prosody.cfg.lua"
 seed_users "$USERS"
 if [[ " $SERVERS " == *" parleyd_before "* ]]; then
-    [ -x "$PARLEYD_BEFORE" ] || { echo "muc.sh: PARLEYD_BEFORE ($PARLEYD_BEFORE) is not an executable" >&2; exit 1; }
-    mkdir -p "$tmp/before"
-    cp -a "$tmp/parleyd" "$tmp/before/parleyd"
-    sed -i "s|^data_dir: .*|data_dir: $tmp/before/parleyd/data|" "$tmp/before/parleyd/parleyd.yaml"
+    [ -x "$BEFORE_PARLEYD" ] || { echo "muc.sh: BEFORE_PARLEYD ($BEFORE_PARLEYD) is not an executable" >&2; exit 1; }
+    # Its own accounts, seeded by a load generator of its own version (BEFORE_BENCH): a
+    # database migrated by a newer ParleyBench is refused by an older parleyd.
+    mkdir -p "$tmp/before/parleyd/data" "$tmp/before/prosody-unused"
+    sed "s|^data_dir: .*|data_dir: $tmp/before/parleyd/data|" "$tmp/parleyd/parleyd.yaml" > "$tmp/before/parleyd/parleyd.yaml"
+    "${BEFORE_BENCH:-$BENCH}" seed-users --users "$USERS" --password "$PASSWORD" \
+        --sqlite "$tmp/before/parleyd/data/parley.sqlite" --prosody-data "$tmp/before/prosody-unused"
 fi
 # parleyd_before: the same configuration and accounts, another binary and data directory.
 start_before() {
     local saved_tmp=$tmp saved_parleyd=$PARLEYD
     tmp=$tmp/before
-    PARLEYD=$PARLEYD_BEFORE
+    PARLEYD=$BEFORE_PARLEYD
     start_server parleyd
     tmp=$saved_tmp
     PARLEYD=$saved_parleyd
