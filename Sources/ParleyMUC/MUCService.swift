@@ -296,7 +296,7 @@ public final class MUCService: HostedService {
         }
     }
 
-    static let sendSlice = 512
+    static let sendSlice = 4096
 
     /// Sends in order, the addresses parsed once per distinct string (a room's stanzas go to
     /// the same few hundred sessions from the same few hundred occupant JIDs, again and again),
