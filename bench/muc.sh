@@ -25,6 +25,12 @@
 # Needs the release builds of parleyd and ParleyBench (make bench builds them), prosody, and
 # ejabberd (installed from Debian here when missing, without starting its service; needs root).
 # Knobs: ROOM_SIZES SENDERS PHASE_SECONDS WINDOW RATE BODY_BYTES THREADS SERVERS BENCH_TMP_PARENT KEEP_TMP
+# JOIN_TIMEOUT (seconds a room may take to fill; a server that needs longer is reported with
+# what it reached), BEFORE_PARLEYD (a second parleyd binary, measured as server
+# `parleyd_before` with its own data, seeded by BEFORE_BENCH if given: add it to SERVERS for a
+# before/after run).
+# The sizes are the outer loop: every server's part for one size runs before the next size,
+# so a change in the machine's load weighs on all of them alike.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,6 +42,8 @@ RATE=${RATE:-20}
 BODY_BYTES=${BODY_BYTES:-100}
 THREADS=${THREADS:-2}
 SERVERS=${SERVERS:-"parleyd prosody ejabberd"}
+JOIN_TIMEOUT=${JOIN_TIMEOUT:-600}
+BEFORE_PARLEYD=${BEFORE_PARLEYD:-}
 . bench/lib.sh
 . bench/ejabberd.sh
 
@@ -59,6 +67,24 @@ write_parleyd_config "$parleyd_port" "muc:
 write_prosody_config "$prosody_port" '{ "s2s", "offline" }'
 echo 'Component "conference.localhost" "muc"' >> "$tmp/prosody/prosody.cfg.lua"
 seed_users "$USERS"
+if [[ " $SERVERS " == *" parleyd_before "* ]]; then
+    [ -x "$BEFORE_PARLEYD" ] || { echo "muc.sh: BEFORE_PARLEYD ($BEFORE_PARLEYD) is not an executable" >&2; exit 1; }
+    # Its own accounts, seeded by a load generator of its own version (BEFORE_BENCH): a
+    # database migrated by a newer ParleyBench is refused by an older parleyd.
+    mkdir -p "$tmp/before/parleyd/data" "$tmp/before/prosody-unused"
+    sed "s|^data_dir: .*|data_dir: $tmp/before/parleyd/data|" "$tmp/parleyd/parleyd.yaml" > "$tmp/before/parleyd/parleyd.yaml"
+    "${BEFORE_BENCH:-$BENCH}" seed-users --users "$USERS" --password "$PASSWORD" \
+        --sqlite "$tmp/before/parleyd/data/parley.sqlite" --prosody-data "$tmp/before/prosody-unused"
+fi
+# parleyd_before: the same configuration and accounts, another binary and data directory.
+start_before() {
+    local saved_tmp=$tmp saved_parleyd=$PARLEYD
+    tmp=$tmp/before
+    PARLEYD=$BEFORE_PARLEYD
+    start_server parleyd
+    tmp=$saved_tmp
+    PARLEYD=$saved_parleyd
+}
 # mod_muc's defaults cap a room at 200 occupants and stop presence broadcast above 1,000.
 ejabberd_muc_modules="  mod_muc:
     access_create: all
@@ -81,8 +107,8 @@ record() { # name.size RESULT-lines
     done <<< "$(grep '^RESULT' <<< "$2")"
 }
 
-for name in $SERVERS; do
-    for size in $ROOM_SIZES; do
+for size in $ROOM_SIZES; do
+    for name in $SERVERS; do
         echo "== $name: a room of $size occupants: $PHASE_SECONDS s with $SENDERS senders × $WINDOW messages in" \
             "flight, $PHASE_SECONDS s at $RATE messages/s (load average $(cut -d ' ' -f 1-3 /proc/loadavg))"
         if [ "$name" = ejabberd ]; then
@@ -90,11 +116,13 @@ for name in $SERVERS; do
                 ejabberd_port=$(free_port)
                 write_ejabberd_config "$ejabberd_port" "$(free_port)" "" "" "$ejabberd_muc_modules"
             fi
-            start_ejabberd "$ejabberd_port" || { failed+=" ejabberd-start"; break; }
+            start_ejabberd "$ejabberd_port" || { failed+=" ejabberd-start"; continue; }
             if [ -z "$ejabberd_registered" ]; then
-                register_ejabberd_users "$port" "$USERS" || { failed+=" ejabberd-start"; stop_server; break; }
+                register_ejabberd_users "$port" "$USERS" || { failed+=" ejabberd-start"; stop_server; continue; }
                 ejabberd_registered=1
             fi
+        elif [ "$name" = parleyd_before ]; then
+            start_before
         else
             start_server "$name"
         fi
@@ -104,7 +132,7 @@ for name in $SERVERS; do
         status=0
         out=$("$BENCH" muc --port "$port" --occupants "$size" --senders "$SENDERS" --seconds "$PHASE_SECONDS" \
             --window "$WINDOW" --rate "$RATE" --body-bytes "$BODY_BYTES" --threads "$THREADS" --password "$PASSWORD" \
-            --server-pid "$server_pid" --label "$name-$size") || status=$?
+            --server-pid "$server_pid" --join-timeout "$JOIN_TIMEOUT" --label "$name-$size") || status=$?
         grep -v '^RESULT' <<< "$out" || true
         record "$name.$size" "$out"
         if [ "$status" != 0 ]; then
@@ -159,6 +187,20 @@ for size in $ROOM_SIZES; do
         v=${result[$p.join.seconds]}
         echo "1000 occupants: parleyd join of the whole room: $v s (target < 5 s: $(verdict "$v < 5"))"
     fi
+done
+# Before and after, measured in the same run.
+for size in $ROOM_SIZES; do
+    p=parleyd.$size
+    b=parleyd_before.$size
+    [[ " $SERVERS " == *" parleyd_before "* && " $SERVERS " == *" parleyd "* ]] && ok "$p" && ok "$b" || continue
+    for phase in throughput rate; do
+        echo "$size occupants: parleyd/parleyd_before server CPU per delivery, $phase: $(ratio "${result[$p.$phase.cpu_us]}" "${result[$b.$phase.cpu_us]}")"
+        e=ejabberd.$size
+        if [[ " $SERVERS " == *" ejabberd "* ]] && ok "$e" && [ -n "${result[$e.$phase.cpu_us]:-}" ]; then
+            echo "$size occupants: parleyd_before/ejabberd server CPU per delivery, $phase: $(ratio "${result[$b.$phase.cpu_us]}" "${result[$e.$phase.cpu_us]}")"
+        fi
+    done
+    echo "$size occupants: KiB per occupant, parleyd ${result[$p.join.kib_per_occupant]}, parleyd_before ${result[$b.join.kib_per_occupant]}"
 done
 if [ -n "$failed" ]; then
     echo "muc.sh: failed:$failed" >&2

@@ -29,11 +29,7 @@ extension MUCRoom {
         if Self.isHistoric(message) { history.append(message, limit: historyLimit) }
         // The copies differ only in `to`: the rest is serialized once for all of them.
         let shared = XMLStanzaTemplate(message, context: .clientStream)
-        for occupant in occupants.values {
-            for recipient in occupant.sessions {
-                out.append(shared.instance([XMLAttribute("to", recipient.description)]))
-            }
-        }
+        for to in recipients.toAttributes(nickBySession.keys) { out.append(shared.instance(to)) }
         return message
     }
 
@@ -45,6 +41,17 @@ extension MUCRoom {
         }
         guard let target = occupant(nick) else {
             throw StanzaError(.itemNotFound, text: "No one in this room has the nickname '\(nick)'.")
+        }
+        let allowed = configuration.privateMessages
+        guard target.account == sender.account || allowed.allows(sender.role) else {
+            let text =
+                switch allowed {
+                case .anyone, .participants: "Only participants and moderators may send private messages in this room."
+                case .moderators: "Only moderators may send private messages in this room."
+                case .nobody: "Private messages are off in this room."
+                }
+            // cancel, as Prosody answers: retrying will not help until the configuration changes.
+            throw StanzaError(.policyViolation, type: .cancel, text: text)
         }
         var message = XMLElement("message", namespace: XMLNamespace.client, ["from": occupantJID(senderNick).description])
         if let type = stanza.type { message.setAttribute("type", type) }

@@ -14,7 +14,9 @@ struct MUCRoom: Sendable {
     var reservedNicks: [JID: String] = [:]
     private(set) var occupants: [String: MUCOccupant] = [:]
     /// Which nickname each session in the room is under.
-    private(set) var nickBySession: [JID: String] = [:]
+    private(set) var nickBySession: [JID: String] = [:] { didSet { recipients = MUCRecipients() } }
+    /// The sessions of `nickBySession`, ready to be copied to (see `MUCRecipients`).
+    private(set) var recipients = MUCRecipients()
     /// The current subject and who set it (a room occupant JID, or the room's own).
     var subject: (text: String, from: JID)?
     /// The last groupchat messages, for newcomers (in memory only).

@@ -10,6 +10,35 @@ struct MUCRoomConfiguration: Sendable, Hashable {
         case anyone
     }
 
+    /// Who may send private messages to other occupants (`muc#roomconfig_allowpm`), judged
+    /// by the sender's role, as Prosody's mod_muc does; to oneself (another device of one's
+    /// own account) is always allowed.
+    enum PrivateMessages: String, Sendable, Hashable, CaseIterable {
+        case anyone, participants, moderators
+        case nobody = "none"
+
+        /// The values of XEP-0045 §15.5.3, and Prosody's names for the same (the lowest role
+        /// allowed; `everyone` from its older module).
+        init?(formValue: String) {
+            switch formValue {
+            case "anyone", "visitor", "everyone": self = .anyone
+            case "participants", "participant": self = .participants
+            case "moderators", "moderator": self = .moderators
+            case "none": self = .nobody
+            default: return nil
+            }
+        }
+
+        func allows(_ role: MUCRole) -> Bool {
+            switch self {
+            case .anyone: role != MUCRole.none
+            case .participants: role == .participant || role == .moderator
+            case .moderators: role == .moderator
+            case .nobody: false
+            }
+        }
+    }
+
     var name = ""
     var description = ""
     var persistent = false
@@ -26,6 +55,7 @@ struct MUCRoomConfiguration: Sendable, Hashable {
     var moderated = false
     /// The room keeps an archive of its messages (XEP-0313), the source of its history.
     var archiving = true
+    var privateMessages = PrivateMessages.anyone
 
     static let formType = "http://jabber.org/protocol/muc#roomconfig"
 
@@ -53,6 +83,12 @@ struct MUCRoomConfiguration: Sendable, Hashable {
             whoisField.append(XMLElement("option", ["label": option.rawValue], [XMLElement("value", text: option.rawValue)]))
         }
         form.append(whoisField)
+        var pmField = Self.field(
+            "muc#roomconfig_allowpm", type: "list-single", label: "Who may send private messages", privateMessages.rawValue)
+        for option in PrivateMessages.allCases {
+            pmField.append(XMLElement("option", ["label": option.rawValue], [XMLElement("value", text: option.rawValue)]))
+        }
+        form.append(pmField)
         form.append(Self.field("muc#roomconfig_enablearchiving", type: "boolean", label: "Archive messages", archiving ? "1" : "0"))
         return form
     }
@@ -85,6 +121,12 @@ struct MUCRoomConfiguration: Sendable, Hashable {
                     throw StanzaError(.notAcceptable, text: "muc#roomconfig_whois is moderators or anyone, not '\(value)'.")
                 }
                 changed.whois = whois
+            case "muc#roomconfig_allowpm":
+                guard let allowed = PrivateMessages(formValue: value) else {
+                    throw StanzaError(
+                        .notAcceptable, text: "muc#roomconfig_allowpm is anyone, participants, moderators or none, not '\(value)'.")
+                }
+                changed.privateMessages = allowed
             default: continue
             }
         }

@@ -181,6 +181,8 @@ extension MUCService {
         form.append(field("muc#roominfo_description", room.configuration.description))
         form.append(field("muc#roominfo_occupants", String(room.occupantCount)))
         form.append(field("muc#roominfo_subject", room.subject?.text ?? ""))
+        // Clients (Conversations among them) read it here to offer private messages or not.
+        form.append(field("muc#roomconfig_allowpm", room.configuration.privateMessages.rawValue))
         form.append(room.avatarHashField)
         return form
     }

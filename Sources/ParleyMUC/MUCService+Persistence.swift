@@ -68,6 +68,7 @@ extension MUCRoom {
         configuration.membersOnly = stored.membersOnly
         configuration.password = stored.password
         configuration.archiving = stored.archiving
+        configuration.privateMessages = MUCRoomConfiguration.PrivateMessages(rawValue: stored.allowPrivateMessages) ?? .anyone
         avatar = stored.vCard.map { MUCRoomAvatar(vCard: $0, photoHash: stored.photoHash) }
         if let text = stored.subject {
             subject = (text, stored.subjectFrom.flatMap { try? JID($0) } ?? jid)
@@ -94,6 +95,7 @@ extension MUCRoom {
             })
         stored.moderated = configuration.moderated
         stored.archiving = configuration.archiving
+        stored.allowPrivateMessages = configuration.privateMessages.rawValue
         stored.vCard = avatar?.vCard
         stored.photoHash = avatar?.photoHash
         return stored

@@ -283,14 +283,25 @@ public final class MUCService: HostedService {
                 return batch
             }
             guard !batch.isEmpty else { return }
-            send(batch, through: outlet)
+            // In slices: while a room fills, hundreds of entries land here at once, each
+            // sending its list to the newcomer and the newcomer to everyone (N² stanzas for a
+            // room of N). Their parsed and batched forms for the whole backlog at once were
+            // most of the join's peak heap, which the allocator then keeps as resident memory.
+            var start = batch.startIndex
+            while start < batch.endIndex {
+                let end = min(batch.endIndex, start + Self.sendSlice)
+                send(batch[start..<end], through: outlet)
+                start = end
+            }
         }
     }
+
+    static let sendSlice = 4096
 
     /// Sends in order, the addresses parsed once per distinct string (a room's stanzas go to
     /// the same few hundred sessions from the same few hundred occupant JIDs, again and again),
     /// so the router batches the hops to the sessions' event loops.
-    private func send(_ batch: [XMLElement], through outlet: HostedServiceOutlet) {
+    private func send(_ batch: ArraySlice<XMLElement>, through outlet: HostedServiceOutlet) {
         var deliveries: [HostedDelivery] = []
         deliveries.reserveCapacity(batch.count)
         // Stanzas whose addresses do not parse go the usual way (the router refuses and logs
@@ -305,9 +316,19 @@ public final class MUCService: HostedService {
                 memo[text] = jid
                 return jid
             }
+            // A message's copies all come from one occupant JID: parsed, or looked up, once.
+            var lastFrom: (text: String, jid: JID)?
             for stanza in batch {
+                let fromText = stanza.from
+                let from: JID?
+                if let lastFrom, let fromText, lastFrom.text == fromText {
+                    from = lastFrom.jid
+                } else {
+                    from = parse(fromText)
+                    if let fromText, let from { lastFrom = (fromText, from) }
+                }
                 // Unparsable addresses: the router refuses and logs it, in its turn.
-                guard let from = parse(stanza.from), let to = parse(stanza.to) else {
+                guard let from, let to = parse(stanza.to) else {
                     unparsed.append((deliveries.count, stanza))
                     continue
                 }

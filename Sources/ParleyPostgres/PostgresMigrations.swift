@@ -21,6 +21,7 @@ enum PostgresMigrations {
         ("v6_muc", muc),
         ("v7_uploads", uploads),
         ("v8_cluster", cluster),
+        ("v9_muc_allowpm", mucAllowPM),
     ]
 
     /// Two nodes starting at once take turns: the advisory lock is held by each migration's
@@ -238,6 +239,11 @@ enum PostgresMigrations {
 
     /// Persistent rooms (XEP-0045) with their affiliations, vCards and registered nicks, and
     /// the rooms' archives (no foreign key to the rooms: temporary rooms are archived too).
+    /// Who may send private messages in a stored room (muc#roomconfig_allowpm).
+    private static let mucAllowPM = """
+        ALTER TABLE muc_rooms ADD COLUMN allow_pm TEXT NOT NULL DEFAULT 'anyone';
+        """
+
     private static let muc = """
         CREATE TABLE muc_rooms (
             service TEXT COLLATE "C" NOT NULL,

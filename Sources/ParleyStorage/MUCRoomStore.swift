@@ -42,6 +42,9 @@ public struct StoredMUCRoom: Sendable, Hashable {
     public var moderated = false
     /// Whether the room keeps an archive of its messages (XEP-0313).
     public var archiving = true
+    /// Who may send private messages (muc#roomconfig_allowpm): anyone, participants,
+    /// moderators or none.
+    public var allowPrivateMessages = "anyone"
     /// The room's vCard (its avatar), as XML text, and the XEP-0153 hash of its photo.
     public var vCard: String?
     public var photoHash: String?

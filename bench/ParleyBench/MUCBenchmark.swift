@@ -14,8 +14,9 @@ import Glibc
 /// - `o0` enters first, creating the room, and accepts the default configuration (an instant
 ///   room, §10.1.2); then the others enter all at once. `join` is the time from those entries
 ///   to the last self-presence (status 110); afterwards every occupant must see all N.
-/// - with `--server-pid`, the server's RSS after the logins and after the entries (each after
-///   `--settle` seconds of quiet): what an occupant costs beyond its session;
+/// - with `--server-pid`, the server's RSS after the logins and after the entries (each the
+///   lowest reading over the second half of `--settle` seconds of quiet, 11 by default: two
+///   of parleyd's 5-second memory trims): what an occupant costs beyond its session;
 /// - phases: `throughput` (each of S senders keeps W messages that have not come back to it
 ///   from the room yet, for T seconds) and `rate` (R messages/s in all, evenly paced, for T
 ///   seconds). After each phase the senders stop and the run waits for what is in flight.
@@ -55,7 +56,7 @@ enum MUCBenchmark: Benchmark {
         let room = try options.string("--room", default: "bench\(occupants)") + "@" + service
         let senders = min(occupants, max(1, try options.int("--senders", default: 4)))
         let seconds = Double(try options.string("--seconds", default: "10")) ?? 10
-        let settle = Double(try options.string("--settle", default: "6")) ?? 6
+        let settle = Double(try options.string("--settle", default: "11")) ?? 11
         let joinTimeout = Double(try options.int("--join-timeout", default: 600))
         let window = max(1, try options.int("--window", default: 2))
         let rate = max(1, try options.int("--rate", default: 20))
@@ -82,11 +83,9 @@ enum MUCBenchmark: Benchmark {
             }
             exit(1)
         }
-        Thread.sleep(forTimeInterval: settle)
-        let rssLoggedIn = server?.rssKiB()
+        let rssLoggedIn = server.flatMap { settledRSS($0, seconds: settle) }
         let join = run.join(timeout: joinTimeout, server: server)
-        Thread.sleep(forTimeInterval: settle)
-        let rssJoined = server?.rssKiB()
+        let rssJoined = server.flatMap { settledRSS($0, seconds: settle) }
         var healthy = join.clean
         let perOccupant = rssLoggedIn.flatMap { before in rssJoined.map { Double($0 - before) / Double(occupants) } }
         say(
@@ -130,6 +129,21 @@ enum MUCBenchmark: Benchmark {
                     + "client_cpu_us=\(format(result.clientCPUMicroseconds, 2))")
         }
         exit(healthy ? 0 : 1)
+    }
+}
+
+/// The server's RSS after `seconds` of quiet: the smallest of the readings taken every half
+/// second over the second half. One reading at the end was what the heap happened to hold at
+/// that instant (parleyd hands freed memory back every 5 s, the others when their collectors
+/// run), and moved the figure per occupant by tens of KiB between runs of one binary.
+func settledRSS(_ server: ServerProcess, seconds: Double) -> Int? {
+    let start = Date()
+    var lowest: Int?
+    while true {
+        let elapsed = Date().timeIntervalSince(start)
+        if elapsed >= seconds / 2, let rss = server.rssKiB() { lowest = min(lowest ?? rss, rss) }
+        if elapsed >= seconds { return lowest ?? server.rssKiB() }
+        Thread.sleep(forTimeInterval: min(0.5, max(0.01, seconds - elapsed)))
     }
 }
 

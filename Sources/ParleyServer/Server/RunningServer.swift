@@ -211,7 +211,10 @@ public final class RunningServer: Sendable {
         let retentionDays = configuration.archive.retentionDays
         let background = [
             Task { await watcher.run() },
-            Task.detached { await MemoryTrimmer(interval: .seconds(5)).run() },
+            Task.detached {
+                MemoryTrimmer.configureAllocator()
+                await MemoryTrimmer(interval: .seconds(5)).run()
+            },
             Task {
                 guard retentionDays > 0 else { return }
                 while !Task.isCancelled {

@@ -22,6 +22,7 @@ enum SQLiteMigrations {
         migrator.registerMigration("v14_muc_registration", migrate: v14MUCRegistration)
         migrator.registerMigration("v16_archive_batch", migrate: v16ArchiveBatch)
         migrator.registerMigration("v17_archive_rows", migrate: v17ArchiveRows)
+        migrator.registerMigration("v19_muc_speed", migrate: v19MUCSpeed)
         return migrator
     }
 
@@ -378,5 +379,11 @@ enum SQLiteMigrations {
                 WHERE archive_messages.id = ordered.id AND archive_messages.archived_at < ordered.latest;
                 DROP INDEX archive_messages_time;
                 """)
+    }
+
+    /// Who may send private messages in a stored room (muc#roomconfig_allowpm); existing
+    /// rooms keep what they had, private messages from anyone.
+    private static func v19MUCSpeed(_ db: Database) throws {
+        try db.execute(sql: "ALTER TABLE muc_rooms ADD COLUMN allow_pm TEXT NOT NULL DEFAULT 'anyone'")
     }
 }
