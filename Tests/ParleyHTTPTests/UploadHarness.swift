@@ -134,15 +134,58 @@ struct GeneratedBody: AsyncSequence, Sendable {
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(remaining: count, chunk: chunk, pause: pause) }
 }
 
-/// Resets the kernel's peak-RSS mark (VmHWM) to the current RSS. The peak, not the RSS after,
-/// tells whether a file was held: malloc hands a freed 100 MB buffer straight back.
-func resetPeakResidentMemory() {
-    try? Data("5".utf8).write(to: URL(fileURLWithPath: "/proc/self/clear_refs"))
-}
+/// `count` bytes in 64 KiB chunks that stop at each gate until the file the server is writing
+/// in `folder` holds at least the gate minus `slack` bytes; a minute without that fails the
+/// upload. The server shares this process and writes to an unnamed temporary file (O_TMPFILE,
+/// linked in at the end), so the file is found among this process's open descriptors.
+struct GatedBody: AsyncSequence, Sendable {
+    typealias Element = ByteBuffer
+    let count: Int
+    let gates: [Int]
+    let slack: Int
+    let folder: String
 
-func residentMemoryKB(_ field: String = "VmRSS") -> Int {
-    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-        let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") })
-    else { return 0 }
-    return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first ?? "0") ?? 0
+    struct NotStreamed: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let body: GatedBody
+        var sent = 0
+        var gates: [Int]
+
+        mutating func next() async throws -> ByteBuffer? {
+            guard sent < body.count else { return nil }
+            if let gate = gates.first, sent >= gate {
+                gates.removeFirst()
+                var written = 0
+                for _ in 0..<600 {
+                    written = GatedBody.sizeOfOpenFile(under: body.folder)
+                    if written >= gate - body.slack { break }
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                guard written >= gate - body.slack else {
+                    throw NotStreamed(description: "\(sent) bytes sent, only \(written) written in \(body.folder)")
+                }
+            }
+            let size = Swift.min(64 * 1024, body.count - sent)
+            sent += size
+            return ByteBuffer(repeating: 0x5A, count: size)
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(body: self, gates: gates) }
+
+    /// The largest file open in this process whose path is in `folder` (0 if none).
+    static func sizeOfOpenFile(under folder: String) -> Int {
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        var largest = 0
+        for descriptor in descriptors {
+            let link = "/proc/self/fd/" + descriptor
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: link), target.hasPrefix(folder) else { continue }
+            var status = stat()
+            if stat(link, &status) == 0 { largest = Swift.max(largest, Int(status.st_size)) }
+        }
+        return largest
+    }
 }

@@ -1,5 +1,6 @@
 import NIOCore
 import ParleyCore
+import ParleyStream
 
 /// The `<body/>` of a connection manager's response (XEP-0124 §7–8, XEP-0206): attributes in
 /// the order given, then the payloads, each serialized as a document of its own would be
@@ -22,7 +23,7 @@ struct BOSHResponseBody: Sendable {
     }
 
     mutating func append(_ element: XMLElement) {
-        var serialized = WebSocketFramingHandler.serialize(element, allocator: ByteBufferAllocator())
+        var serialized = XMPPFraming.serialize(element, allocator: ByteBufferAllocator())
         payload.writeBuffer(&serialized)
     }
 

@@ -17,7 +17,7 @@ final class WebSocketFramingHandler: ChannelDuplexHandler, RemovableChannelHandl
     typealias OutboundIn = XMLStreamOutput
     typealias OutboundOut = WebSocketFrame
 
-    static let framingNamespace = "urn:ietf:params:xml:ns:xmpp-framing"
+    static let framingNamespace = XMPPFraming.namespace
 
     private let maxMessageBytes: Int
     /// One parser for the whole connection, inside a stream root that is never sent: every
@@ -275,16 +275,16 @@ final class WebSocketFramingHandler: ChannelDuplexHandler, RemovableChannelHandl
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
         case .open(let opening):
-            writeText(context: context, Self.open(opening), promise: promise)
+            writeText(context: context, XMPPFraming.open(opening, allocator: context.channel.allocator), promise: promise)
         case .element(let element):
-            writeText(context: context, Self.serialize(element, allocator: context.channel.allocator), promise: promise)
+            writeText(context: context, XMPPFraming.serialize(element, allocator: context.channel.allocator), promise: promise)
         case .whitespace:
             promise?.succeed(())
         case .error(let error):
-            writeText(context: context, Self.serialize(error.element, allocator: context.channel.allocator), promise: nil)
-            writeText(context: context, Self.closeElement(allocator: context.channel.allocator), promise: promise)
+            writeText(context: context, XMPPFraming.serialize(error.element, allocator: context.channel.allocator), promise: nil)
+            writeText(context: context, XMPPFraming.close(allocator: context.channel.allocator), promise: promise)
         case .close:
-            writeText(context: context, Self.closeElement(seeOtherURI: seeOtherURI, allocator: context.channel.allocator), promise: promise)
+            writeText(context: context, XMPPFraming.close(seeOtherURI: seeOtherURI, allocator: context.channel.allocator), promise: promise)
         }
     }
 

@@ -95,11 +95,12 @@ import Testing
             try await web.settle()
             // requests='2': one held poll, one early request waiting for the rid between, and
             // that rid makes three at once.
+            // The pauses let each request reach the server before the next, on a loaded machine too.
             let held = Task { try await web.request() }
-            try await Task.sleep(for: .milliseconds(100))
+            try await Task.sleep(for: .seconds(1))
             let between = web.takeRID()
             let parked = Task { try await web.request(rid: web.takeRID()) }
-            try await Task.sleep(for: .milliseconds(100))
+            try await Task.sleep(for: .seconds(1))
             let third = try await web.request(rid: between)
             #expect(third.isTerminate && third.condition == "policy-violation", "\(third.text)")
             #expect(try await held.value.isTerminate)
@@ -142,17 +143,19 @@ import Testing
     }
 
     @Test func aPauseAnswersEveryHeldRequestAndStretchesInactivity() async throws {
-        try await BOSHScenarios.with({ $0.http.bosh.inactivity = .seconds(1) }) { server, port in
+        // An inactivity of 3 s: short enough to wait past, long enough that a loaded machine's
+        // gaps between the login's requests do not end the session first.
+        try await BOSHScenarios.with({ $0.http.bosh.inactivity = .seconds(3) }) { server, port in
             let web = BOSHTestClient(port: port)
             try await web.login("alice", resource: "web")
             try await web.settle()
             let held = Task { try await web.request() }
-            try await Task.sleep(for: .milliseconds(100))
-            let paused = try await web.request(attributes: "pause='6'")
+            try await Task.sleep(for: .milliseconds(500))
+            let paused = try await web.request(attributes: "pause='10'")
             #expect(!paused.isTerminate, "\(paused.text)")
             #expect(try await held.value.isTerminate == false)
-            // Past the usual inactivity (1 s), within the pause (6 s): still there.
-            try await Task.sleep(for: .milliseconds(1800))
+            // Past the usual inactivity (3 s), within the pause (10 s): still there.
+            try await Task.sleep(for: .milliseconds(4500))
             #expect(server.running.context.sessions.sessions(of: try JID("alice@localhost")).count == 1)
             let pong = try await web.request("<iq type='get' id='p' to='localhost'><ping xmlns='urn:xmpp:ping'/></iq>")
             #expect(pong.payload.first?[attribute: "type"] == "result", "\(pong.text)")

@@ -15,7 +15,7 @@ final class WebSocketClientFraming: ChannelDuplexHandler, RemovableChannelHandle
     typealias OutboundIn = XMLStreamOutput
     typealias OutboundOut = WebSocketFrame
 
-    static let namespace = "urn:ietf:params:xml:ns:xmpp-framing"
+    static let namespace = XMPPFraming.namespace
 
     /// Fired up the pipeline before `.streamClosed` when the server's `<close/>` names another
     /// endpoint (`see-other-uri`, RFC 7395 §3.6.1).
@@ -170,16 +170,16 @@ final class WebSocketClientFraming: ChannelDuplexHandler, RemovableChannelHandle
         let allocator = context.channel.allocator
         switch unwrapOutboundIn(data) {
         case .open(let opening):
-            writeText(context: context, Self.open(opening, allocator: allocator), promise: promise)
+            writeText(context: context, XMPPFraming.open(opening, allocator: allocator), promise: promise)
         case .element(let element):
-            writeText(context: context, Self.serialize(element, allocator: allocator), promise: promise)
+            writeText(context: context, XMPPFraming.serialize(element, allocator: allocator), promise: promise)
         case .whitespace:
             promise?.succeed(())
         case .error(let error):
-            writeText(context: context, Self.serialize(error.element, allocator: allocator), promise: nil)
-            writeText(context: context, Self.closeElement(allocator: allocator), promise: promise)
+            writeText(context: context, XMPPFraming.serialize(error.element, allocator: allocator), promise: nil)
+            writeText(context: context, XMPPFraming.close(allocator: allocator), promise: promise)
         case .close:
-            writeText(context: context, Self.closeElement(allocator: allocator), promise: promise)
+            writeText(context: context, XMPPFraming.close(allocator: allocator), promise: promise)
         }
     }
 
@@ -208,43 +208,5 @@ final class WebSocketClientFraming: ChannelDuplexHandler, RemovableChannelHandle
 
     private func writeText(context: ChannelHandlerContext, _ text: ByteBuffer, promise: EventLoopPromise<Void>?) {
         context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: text)), promise: promise)
-    }
-
-    // MARK: Serialization
-
-    /// `<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' to=… version='1.0'/>` (RFC 7395 §3.4).
-    static func open(_ opening: StreamOpening, allocator: ByteBufferAllocator) -> ByteBuffer {
-        var element = XMLElement("open", namespace: namespace)
-        if let from = opening.from { element.setAttribute("from", from) }
-        if let to = opening.to { element.setAttribute("to", to) }
-        if let version = opening.version { element.setAttribute("version", version) }
-        if let language = opening.language { element.setAttribute("lang", language, namespace: XMLNamespace.xml) }
-        var buffer = allocator.buffer(capacity: 160)
-        XMLSerializer.write(element, to: &buffer)
-        return buffer
-    }
-
-    static func closeElement(allocator: ByteBufferAllocator) -> ByteBuffer {
-        var buffer = allocator.buffer(capacity: 64)
-        buffer.writeString("<close xmlns='\(namespace)'/>")
-        return buffer
-    }
-
-    /// Each message declares its own namespace; stream-level elements (`<stream:error/>`) keep
-    /// the `stream:` prefix they have on TCP.
-    static func serialize(_ element: XMLElement, allocator: ByteBufferAllocator) -> ByteBuffer {
-        var buffer = allocator.buffer(capacity: element.serializedSizeEstimate + 64)
-        guard element.namespace == XMLNamespace.streams else {
-            XMLSerializer.write(element, to: &buffer)
-            return buffer
-        }
-        var body = allocator.buffer(capacity: element.serializedSizeEstimate + 16)
-        XMLSerializer.write(element, to: &body, context: XMLNamespaceContext(prefixes: [XMLNamespace.streams: "stream"]))
-        let name = "<stream:\(element.name)"
-        body.moveReaderIndex(forwardBy: name.utf8.count)
-        buffer.writeString(name)
-        buffer.writeString(" xmlns:stream='\(XMLNamespace.streams)'")
-        buffer.writeBuffer(&body)
-        return buffer
     }
 }
