@@ -76,7 +76,7 @@ public final class BOSHEndpoint: HTTPFeature {
         }
         let promise = entry.eventLoop.makePromise(of: BOSHAnswer.self)
         entry.eventLoop.execute { entry.session.value.receive(parsed, promise: promise) }
-        return Self.response((try? await promise.futureResult.get()) ?? refusal(.internalServerError, "no answer", legacy: false))
+        return Self.response(await Self.answer(promise) ?? refusal(.internalServerError, "no answer", legacy: false))
     }
 
     /// A session creation request (XEP-0124 §7.1, XEP-0206 §4).
@@ -120,7 +120,18 @@ public final class BOSHEndpoint: HTTPFeature {
             server.trackConnection(channel)
             session.receive(request, promise: promise)
         }
-        return (try? await promise.futureResult.get()) ?? refusal(.internalServerError, "no answer", legacy: legacy)
+        return await Self.answer(promise) ?? refusal(.internalServerError, "no answer", legacy: legacy)
+    }
+
+    /// The session's answer to a request, or nil when the HTTP service cancels the request (its
+    /// grace period at shutdown is over): a held request must not keep the service running.
+    /// A session answering after that completes an already failed promise, which NIO ignores.
+    private static func answer(_ promise: EventLoopPromise<BOSHAnswer>) async -> BOSHAnswer? {
+        await withTaskCancellationHandler {
+            try? await promise.futureResult.get()
+        } onCancel: {
+            promise.fail(CancellationError())
+        }
     }
 
     private func terms(for request: BOSHRequest, wait: Int, hold: Int, domain: String) -> BOSHSession.Terms {
