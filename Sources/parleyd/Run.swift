@@ -42,16 +42,11 @@ struct Run: AsyncParsableCommand {
             starting.yield(running)
             starting.finish()
         }
-        // A service group shuts its services down in reverse order: the XMPP server first, so
-        // that its <system-shutdown/> also answers the BOSH requests the HTTP service holds
-        // (which would otherwise keep the HTTP service's graceful shutdown waiting), then the
-        // HTTP service, whose uploads in flight get their own grace period.
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: server)]
         if configuration.http.enabled {
             services.append(.init(service: HTTPLauncher(
                 started: started, uploadService: hostedServices.lazy.compactMap { $0 as? UploadService }.first, logger: logger)))
         }
-        services.append(.init(service: server))
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {

@@ -5,6 +5,7 @@ import NIOCore
 import ParleyCore
 import ParleyServer
 import ParleyStream
+import ServiceLifecycle
 
 /// XMPP over BOSH (XEP-0124, XEP-0206) at `bosh.path` on the HTTP service: each POST of a
 /// `<body/>` is handed to its session (or creates one), and is answered when the session has
@@ -76,7 +77,7 @@ public final class BOSHEndpoint: HTTPFeature {
         }
         let promise = entry.eventLoop.makePromise(of: BOSHAnswer.self)
         entry.eventLoop.execute { entry.session.value.receive(parsed, promise: promise) }
-        return Self.response(await Self.answer(promise) ?? refusal(.internalServerError, "no answer", legacy: false))
+        return Self.response(await answer(promise, session: entry) ?? refusal(.internalServerError, "no answer", legacy: false))
     }
 
     /// A session creation request (XEP-0124 §7.1, XEP-0206 §4).
@@ -120,17 +121,26 @@ public final class BOSHEndpoint: HTTPFeature {
             server.trackConnection(channel)
             session.receive(request, promise: promise)
         }
-        return await Self.answer(promise) ?? refusal(.internalServerError, "no answer", legacy: legacy)
+        // The creation request is answered at once (with the stream features), never held.
+        return await answer(promise, session: nil) ?? refusal(.internalServerError, "no answer", legacy: legacy)
     }
 
-    /// The session's answer to a request, or nil when the HTTP service cancels the request (its
-    /// grace period at shutdown is over): a held request must not keep the service running.
-    /// A session answering after that completes an already failed promise, which NIO ignores.
-    private static func answer(_ promise: EventLoopPromise<BOSHAnswer>) async -> BOSHAnswer? {
-        await withTaskCancellationHandler {
-            try? await promise.futureResult.get()
-        } onCancel: {
-            promise.fail(CancellationError())
+    /// The session's answer to a request. A held request must not keep the HTTP service's
+    /// graceful shutdown waiting: when it starts, the session is told the server is stopping
+    /// (`<system-shutdown/>`, or the configured redirect), which answers every held request; and
+    /// a request cancelled when the grace period is over returns nil (a session answering after
+    /// that completes an already failed promise, which NIO ignores).
+    private func answer(_ promise: EventLoopPromise<BOSHAnswer>, session: BOSHSessions.Entry?) async -> BOSHAnswer? {
+        let shutdown = ServerShutdownEvent(server.configuration.shutdown)
+        return await withGracefulShutdownHandler {
+            await withTaskCancellationHandler {
+                try? await promise.futureResult.get()
+            } onCancel: {
+                promise.fail(CancellationError())
+            }
+        } onGracefulShutdown: {
+            guard let session else { return }
+            session.eventLoop.execute { session.session.value.channel.pipeline.fireUserInboundEventTriggered(shutdown) }
         }
     }
 
