@@ -85,11 +85,17 @@ struct WebSocketUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
             // ahead of need) would hold a graceful shutdown for ever: nothing else completes
             // this future, and cancellation does not reach it. Closing it fails the future.
             let channel = value.channel
+            // Nor may it stay open without a request for longer than an idle one may: the
+            // idle timeout of HTTP connections only starts once the first request is read.
+            let firstRequestTimeout = http1.idleTimeout.map { timeout in
+                channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
+            }
             let upgradeResult = try await withGracefulShutdownHandler {
                 try await value.upgradeResult.get()
             } onGracefulShutdown: {
                 channel.close(promise: nil)
             }
+            firstRequestTimeout?.cancel()
             switch upgradeResult {
             case .notUpgraded(let http):
                 await handleHTTP(asyncChannel: http, logger: logger)
