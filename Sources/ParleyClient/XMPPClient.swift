@@ -36,8 +36,8 @@ public actor XMPPClient {
     private var connectWaiters: [CheckedContinuation<Void, any Error>] = []
     private var reconnectTask: Task<Void, Never>?
     private var attempt = 0
-    private var stanzaHandlers: [@Sendable (XMLElement) async -> Void] = []
-    private var establishedHandlers: [@Sendable (JID, Bool) async -> Void] = []
+    var stanzaHandlers: [@Sendable (XMLElement) async -> Void] = []
+    var establishedHandlers: [@Sendable (JID, Bool) async -> Void] = []
     var acknowledgementHandlers: [@Sendable ([XMLElement]) -> Void] = []
     /// Callers of `waitForAcknowledgements()`, resumed when nothing is unacknowledged.
     var acknowledgementWaiters: [CheckedContinuation<Void, Never>] = []
@@ -401,27 +401,6 @@ public actor XMPPClient {
     }
 
     // MARK: Receiving
-
-    /// Registers code that runs after each successful (re)connection, once the outbox is
-    /// sent; the flag says the previous session was resumed (XEP-0198), so the server kept
-    /// its state (presence, roster subscription) and nothing was missed.
-    public func addEstablishedHandler(_ handler: @escaping @Sendable (JID, Bool) async -> Void) {
-        establishedHandlers.append(handler)
-    }
-
-    /// Registers code that learns which sent stanzas the server has taken responsibility
-    /// for: acknowledged under XEP-0198, or written to the connection when the server does
-    /// not do acknowledgements. Called in order, on the client's own executor: hand the work on.
-    public func addAcknowledgementHandler(_ handler: @escaping @Sendable ([XMLElement]) -> Void) {
-        acknowledgementHandlers.append(handler)
-    }
-
-    /// Registers code that sees every stanza received (the IM layer builds on this). Stanzas
-    /// are handed over one at a time in arrival order; a handler must not wait for an answer
-    /// from the server (hand the work to a task instead), or it would wait for itself.
-    public func addStanzaHandler(_ handler: @escaping @Sendable (XMLElement) async -> Void) {
-        stanzaHandlers.append(handler)
-    }
 
     /// Reports an event to the application (for layers built on the client).
     public func emit(_ event: ClientEvent) {

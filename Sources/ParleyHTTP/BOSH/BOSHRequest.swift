@@ -1,5 +1,6 @@
 import NIOCore
 import ParleyCore
+import ParleyStream
 
 /// One client request: the `<body/>` wrapper's attributes (XEP-0124 §7, XEP-0206 §5) and the
 /// stanzas it carries.
@@ -45,7 +46,7 @@ struct BOSHRequest: Sendable {
     /// so that the same restrictions apply (no DTD, entities, comments or PIs; depth).
     private static func element(of bytes: ByteBuffer, maxDepth: Int) throws(BOSHError) -> XMLElement {
         var bytes = bytes
-        skipPrologue(&bytes)
+        bytes.skipXMLPrologue()
         guard bytes.readableBytes > 0 else { throw BOSHError(.badRequest, "the request has no body") }
         let parser = XMLStreamParser(limits: .init(maxStanzaBytes: bytes.readableBytes + 1, maxDepth: maxDepth + 1))
         var events: [XMLStreamEvent] = []
@@ -82,18 +83,6 @@ struct BOSHRequest: Sendable {
         return XMLElement(element.name, namespace: renamed, attributes: element.attributes, children: children)
     }
 
-    private static func skipPrologue(_ buffer: inout ByteBuffer) {
-        skipWhitespace(&buffer)
-        if buffer.readableBytesView.starts(with: "<?xml".utf8), let end = buffer.readableBytesView.firstRange(of: "?>".utf8) {
-            buffer.moveReaderIndex(to: end.upperBound)
-            skipWhitespace(&buffer)
-        }
-    }
-
-    private static func skipWhitespace(_ buffer: inout ByteBuffer) {
-        let count = buffer.readableBytesView.prefix { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }.count
-        buffer.moveReaderIndex(forwardBy: count)
-    }
 }
 
 /// A terminal binding condition (XEP-0124 §17.2): the session, if any, is over.

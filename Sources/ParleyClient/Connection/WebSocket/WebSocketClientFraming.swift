@@ -84,7 +84,7 @@ final class WebSocketClientFraming: ChannelDuplexHandler, RemovableChannelHandle
         guard message.readableBytes <= maxMessageBytes else {
             return fail(context, "a message from the server is larger than \(maxMessageBytes) bytes")
         }
-        Self.skipPrologue(&message)
+        message.skipXMLPrologue()
         guard message.readableBytes > 0 else { return }
         var elements: [XMLElement] = []
         do {
@@ -126,20 +126,6 @@ final class WebSocketClientFraming: ChannelDuplexHandler, RemovableChannelHandle
             namespaceDeclarations: ["": XMLNamespace.client, "stream": XMLNamespace.streams])
     }
 
-    /// Each message is a document of its own and may begin with an XML declaration, which the
-    /// running stream the parser sees may not hold.
-    private static func skipPrologue(_ buffer: inout ByteBuffer) {
-        skipWhitespace(&buffer)
-        if buffer.readableBytesView.starts(with: "<?xml".utf8), let end = buffer.readableBytesView.firstRange(of: "?>".utf8) {
-            buffer.moveReaderIndex(to: end.upperBound)
-            skipWhitespace(&buffer)
-        }
-    }
-
-    private static func skipWhitespace(_ buffer: inout ByteBuffer) {
-        let count = buffer.readableBytesView.prefix { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }.count
-        buffer.moveReaderIndex(forwardBy: count)
-    }
 
     /// The server broke the framing: the stream handler reports it and closes.
     private func fail(_ context: ChannelHandlerContext, _ reason: String) {
