@@ -159,7 +159,16 @@ for ((i = 0; i < NODES; i++)); do
     total_base=$((total_base + base[i])); total_held=$((total_held + $(rss_of "${node_pids[$i]}")))
 done
 pg_held=$(pg_pss)
+# Each node writes its sessions' directory entries through its group-committed writer: the
+# table may lag the binds; how far, and how long it takes to catch up, is part of the answer.
 directory_rows=$(postgres_psql "SELECT count(*) FROM cluster_sessions")
+lag_start=$(date +%s)
+echo "directory rows right after the last settle: $directory_rows"
+while [ "$directory_rows" -lt "$held_total" ] && [ $(($(date +%s) - lag_start)) -lt 120 ]; do
+    sleep 2
+    directory_rows=$(postgres_psql "SELECT count(*) FROM cluster_sessions")
+done
+echo "directory rows: $directory_rows, $(($(date +%s) - lag_start)) s later"
 # The directory: node 0's growth after its own fill, over the sessions the others added.
 others=$((held_total - $(awk '/^HELD/ { print $2 }' "$tmp/gen-0.out")))
 echo
