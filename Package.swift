@@ -149,7 +149,7 @@ let package = Package(
         .executableTarget(
             name: "ParleyBench",
             dependencies: [
-                "ParleyCore", "CLibXML2", "ParleyStream", "ParleyServer", "ParleyStorage",
+                "ParleyCore", "CLibXML2", "ParleyStream", "ParleyServer", "ParleyStorage", "ParleyTLS",
                 // The upload benchmark's HTTP(S) client.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -15,6 +15,25 @@ extension PostgresStorage: BlockListStore {
         }
     }
 
+    public func allBlockLists() async throws -> [String: [String]] {
+        let logger = logger
+        // COLLATE "C" (the columns'): byte order of the UTF-8, as blockList(of:).
+        let rows = try await read { connection in
+            try await connection.rows(
+                """
+                SELECT accounts.username, blocked_jids.jid FROM blocked_jids
+                JOIN accounts ON accounts.id = blocked_jids.account_id
+                ORDER BY accounts.username, blocked_jids.jid
+                """, logger: logger)
+        }
+        var lists: [String: [String]] = [:]
+        for row in rows {
+            let (username, jid) = try row.decode((String, String).self)
+            lists[username, default: []].append(jid)
+        }
+        return lists
+    }
+
     public func block(user: String, jids: [String]) async throws {
         let logger = logger
         try await transaction { connection in

@@ -30,6 +30,23 @@ import Testing
         #expect(try await storage.blockList(of: "romeo") == ["tybalt@example.net"], "only juliet's list was cleared")
     }
 
+    @Test(arguments: Backend.allCases) func allListsAtOnce(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend, users: ["juliet", "romeo", "mercutio"])
+        defer { fixture.remove() }
+        let storage = fixture.storage
+        #expect(try await storage.allBlockLists().isEmpty)
+        try await storage.block(user: "juliet", jids: ["tybalt@example.net", "Apothecary@example.net"])
+        try await storage.block(user: "romeo", jids: ["paris@example.net"])
+        try await storage.block(user: "mercutio", jids: ["tybalt@example.net"])
+        try await storage.unblock(user: "mercutio", jids: [])
+        // Empty lists are left out; each list is sorted by bytes, like blockList(of:).
+        #expect(
+            try await storage.allBlockLists() == [
+                "juliet": ["Apothecary@example.net", "tybalt@example.net"],
+                "romeo": ["paris@example.net"],
+            ])
+    }
+
     @Test(arguments: Backend.allCases) func unknownUsers(_ backend: Backend) async throws {
         let fixture = try await StorageFixture(backend)
         defer { fixture.remove() }

@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import ParleyCore
 import ParleyStream
+import ParleyTLS
 
 #if canImport(Glibc)
 import Glibc
@@ -11,6 +12,9 @@ import Glibc
 
 /// `ParleyBench login`: N clients log in to an XMPP server over plain TCP (no STARTTLS) with
 /// SCRAM-SHA-256, bind a resource, send initial presence and wait for the answer to a ping.
+/// With `--starttls CERT` each client first upgrades its stream with STARTTLS (RFC 6120 §5),
+/// as clients do against a server that requires TLS (parleyd as shipped), trusting only the
+/// server certificate in the PEM file CERT; every connection makes a full handshake.
 /// At most C logins are in flight at once, spread over several event loops. Reports logins/s
 /// over the whole run and the p50/p99 of one login (TCP connect to pong).
 ///
@@ -23,7 +27,7 @@ import Glibc
 enum LoginBenchmark: Benchmark {
     static var name: String { "login" }
     static var summary: String {
-        "log in N clients (SCRAM-SHA-256, bind, presence, ping): --port P --users N [--concurrency C] [--hold | --hold-seconds S] [--websocket PATH]"
+        "log in N clients (SCRAM-SHA-256, bind, presence, ping): --port P --users N [--concurrency C] [--hold | --hold-seconds S] [--websocket PATH] [--starttls CERT]"
     }
 
     struct Settings: Sendable {
@@ -42,6 +46,8 @@ enum LoginBenchmark: Benchmark {
         var initialStanzas = "<presence/>"
         /// XMPP over WebSocket (RFC 7395) at this path of `port` instead of a TCP stream.
         var webSocketPath: String? = nil
+        /// STARTTLS before authenticating, with this client context.
+        var tls: TLSContext? = nil
     }
 
     static func run(arguments: [String]) throws {
@@ -50,10 +56,11 @@ enum LoginBenchmark: Benchmark {
             valueOptions: [
                 "--host", "--port", "--domain", "--users", "--first-user", "--prefix", "--password", "--concurrency",
                 "--threads", "--sources", "--hold-seconds", "--timeout", "--label", "--websocket",
+                "--starttls",
             ],
             flagOptions: ["--hold"])
         let holdSeconds = options.optionalString("--hold-seconds").flatMap(Double.init)
-        let settings = Settings(
+        var settings = Settings(
             host: try options.string("--host", default: "127.0.0.1"),
             port: try options.int("--port"),
             domain: try options.string("--domain", default: "localhost"),
@@ -65,6 +72,9 @@ enum LoginBenchmark: Benchmark {
             sources: max(1, min(250, try options.int("--sources", default: 1))),
             hold: options.flag("--hold") || holdSeconds != nil,
             webSocketPath: options.optionalString("--websocket"))
+        if let certificate = options.optionalString("--starttls") {
+            settings.tls = try TLSContext(client: TLSClientConfiguration(trust: .pinned(.certificate(.file(certificate)))))
+        }
         let threads = max(1, try options.int("--threads", default: System.coreCount))
         let timeout = Double(try options.int("--timeout", default: 120))
         let label = try options.string("--label", default: "\(settings.host):\(settings.port)")
@@ -324,7 +334,7 @@ final class LoginClientHandler: ChannelInboundHandler {
     }
 
     private enum State {
-        case awaitingHeader, awaitingFeatures, awaitingChallenge, awaitingSuccess
+        case awaitingHeader, awaitingFeatures, awaitingProceed, awaitingChallenge, awaitingSuccess
         case awaitingBoundHeader, awaitingBindFeatures, awaitingBind, awaitingPong, done
     }
 
@@ -340,6 +350,7 @@ final class LoginClientHandler: ChannelInboundHandler {
     private var state = State.awaitingHeader
     private var clientNonce = ""
     private var expectedServerSignature: [UInt8] = []
+    private var secured = false
 
     init(
         username: String, settings: LoginBenchmark.Settings, keys: SCRAMKeyCache, started: NIODeadline,
@@ -404,6 +415,13 @@ final class LoginClientHandler: ChannelInboundHandler {
         switch state {
         case .awaitingFeatures:
             guard element.name == "features" else { return }
+            if settings.tls != nil, !secured {
+                guard element.firstChild("starttls", namespace: XMLNamespace.tls) != nil else {
+                    throw BenchFailure("STARTTLS not offered")
+                }
+                state = .awaitingProceed
+                return send("<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>", context: context)
+            }
             let offered = element.firstChild("mechanisms", namespace: XMLNamespace.sasl)?
                 .children("mechanism").map(\.text) ?? []
             guard offered.contains("SCRAM-SHA-256") else {
@@ -415,6 +433,17 @@ final class LoginClientHandler: ChannelInboundHandler {
             send(
                 "<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='SCRAM-SHA-256'>\(Base64.encode(Array(clientFirst.utf8)))</auth>",
                 context: context)
+        case .awaitingProceed:
+            guard element.name == "proceed", element.namespace == XMLNamespace.tls, let tls = settings.tls else {
+                throw BenchFailure("expected <proceed/>, got <\(element.name)/>")
+            }
+            // Encrypted from here on: TLS goes first in the pipeline, and the decoder starts
+            // the new stream with the bytes TLS hands up (the header waits for the handshake).
+            try context.pipeline.syncOperations.addHandler(TLSHandler(context: tls, serverName: settings.domain), position: .first)
+            context.triggerUserOutboundEvent(XMLStreamDecoder.Restart.afterTLS, promise: nil)
+            secured = true
+            state = .awaitingHeader
+            send(streamHeader, context: context)
         case .awaitingChallenge:
             guard element.name == "challenge", element.namespace == XMLNamespace.sasl else {
                 throw BenchFailure("expected <challenge/>, got <\(element.name)/> \(saslFailureCondition(element))")

@@ -78,10 +78,11 @@ public final class BlockingModule: ServerModule, DeliveryPolicy {
     }
 
     /// Loads every account's block list; call once before the server accepts connections.
-    public func load(usernames: [String], domain: JID) async throws {
+    /// One query for all of them: one per account kept a server with 100,000 accounts on
+    /// PostgreSQL from listening for minutes.
+    public func load(domain: JID) async throws {
         var loaded: [JID: Set<JID>] = [:]
-        for username in usernames {
-            let entries = try await store.blockList(of: username)
+        for (username, entries) in try await store.allBlockLists() {
             guard !entries.isEmpty, let owner = try? JID(localpart: username, domainpart: domain.domainpart) else { continue }
             loaded[owner] = Set(entries.compactMap { try? JID($0) })
         }

@@ -44,7 +44,8 @@ final class NotifyInterests: Sendable {
         state.withLockedValue { $0.byResource[resource] != nil && $0.verOfResource[resource] == ver }
     }
 
-    /// Whether the resource's interests are settled (known, even if empty).
+    /// Whether the resource's interests were learnt from its capabilities (even if empty); a
+    /// resource that announced none is not recorded.
     func isKnown(_ resource: JID) -> Bool {
         state.withLockedValue { $0.byResource[resource] != nil }
     }
@@ -60,8 +61,15 @@ final class NotifyInterests: Sendable {
         defer { changed() }
         return state.withLockedValue { state in
             let before = fresh ? [] : state.byResource[resource] ?? []
-            state.byResource[resource] = nodes
-            state.verOfResource[resource] = ver
+            if nodes.isEmpty, ver == nil {
+                // No capabilities, no interests: an entry would say the same as none, at a
+                // few hundred bytes for every idle session of a client that sends no caps.
+                state.byResource[resource] = nil
+                state.verOfResource[resource] = nil
+            } else {
+                state.byResource[resource] = nodes
+                state.verOfResource[resource] = ver
+            }
             return nodes.subtracting(before)
         }
     }

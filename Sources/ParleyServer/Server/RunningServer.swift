@@ -102,7 +102,7 @@ public final class RunningServer: Sendable {
             minimumPasswordLength: configuration.registration.minPasswordLength,
             iterations: configuration.auth.scramIterations)
         let blocking = BlockingModule(store: storage, rosters: storage, sessions: sessions, logger: logger, domain: domain, events: events)
-        try await blocking.load(usernames: storage.usernames(), domain: domain)
+        try await blocking.load(domain: domain)
         let offline = OfflineModule(
             domain: domain, store: storage, quota: configuration.offline.quota, sessions: sessions, logger: logger)
         let presence = PresenceModule(

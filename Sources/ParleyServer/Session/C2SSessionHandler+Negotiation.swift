@@ -9,9 +9,8 @@ extension C2SSessionHandler {
 
     func receivedHeader(_ header: XMLStreamHeader) {
         guard case .awaitingHeader = phase else { return }
-        streamID = makeStreamID()
         let domain = server.policy.domain.description
-        var opening = StreamOpening(from: domain, id: streamID)
+        var opening = StreamOpening(from: domain, id: makeStreamID())
         if let from = header[attribute: "from"], (try? JID(from)) != nil { opening.to = from }
         write(.open(opening))
         responseHeaderSent = true

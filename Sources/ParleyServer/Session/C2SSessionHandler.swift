@@ -21,8 +21,9 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
         case awaitingHeader
         /// Header answered with features; STARTTLS, SASL or registration may begin.
         case negotiating
-        /// Inside a SASL exchange.
-        case authenticating(SASLExchange)
+        /// Inside a SASL exchange. Boxed: a SCRAM exchange in progress is a few hundred bytes,
+        /// which every idle session would otherwise carry inline for good.
+        indirect case authenticating(SASLExchange)
         /// Authenticated, stream restarted, waiting for the bind request.
         case awaitingBind
         case bound(SessionHandle)
@@ -50,9 +51,6 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     var authenticatedAccountID: Int64?
     /// The id of the account looked up for a SCRAM exchange still in progress.
     var scramAccountID: Int64?
-    /// The id of the stream this side opened; empty until its header is sent, and again
-    /// after each restart (STARTTLS, SASL), so an error before the new header opens one.
-    var streamID = ""
     /// Whether our side of the current stream (since the last restart) has its header out:
     /// a stream error must always follow one (RFC 6120 §4.9.1.1).
     var responseHeaderSent = false

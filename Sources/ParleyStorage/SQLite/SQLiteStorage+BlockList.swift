@@ -11,6 +11,22 @@ extension SQLiteStorage: BlockListStore {
         }
     }
 
+    public func allBlockLists() async throws -> [String: [String]] {
+        try await pool.read { db in
+            var lists: [String: [String]] = [:]
+            let rows = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT a.username, b.jid FROM blocked_jids b JOIN accounts a ON a.id = b.account_id
+                    ORDER BY a.username, b.jid
+                    """)
+            while let row = try rows.next() {
+                lists[row[0] as String, default: []].append(row[1])
+            }
+            return lists
+        }
+    }
+
     public func block(user: String, jids: [String]) async throws {
         try await pool.write { db in
             let accountID = try Self.existingAccountID(of: user, in: db)
