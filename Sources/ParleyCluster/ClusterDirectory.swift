@@ -70,6 +70,7 @@ final class ClusterDirectory: Sendable {
             if let old {
                 host.sessions.unbindRemote(old.handle)
                 old.closed.succeed(())
+                tellServices(old.handle.jid)
             }
             // The newest bind of a resource wins cluster-wide: a local session that held it
             // (both bound at once on two nodes) gives way, as a replaced session does.
@@ -119,12 +120,20 @@ final class ClusterDirectory: Sendable {
             defer { entries = [:] }
             return Array(entries.values)
         }
-        for entry in all { remove(entry) }
+        for entry in all { remove(entry, ended: false) }
     }
 
-    private func remove(_ entry: Entry) {
+    /// `ended`: the session is over (not only this node's view of it, as when it leaves).
+    private func remove(_ entry: Entry, ended: Bool = true) {
         host.sessions.unbindRemote(entry.handle)
         entry.closed.succeed(())
         host.sessions.remoteSessionsChanged()
+        if ended { tellServices(entry.handle.jid) }
+    }
+
+    /// Hosted services hear of a session that ended elsewhere as of a local one: a room held
+    /// here sees its occupant leave, whichever node it was on.
+    private func tellServices(_ jid: JID) {
+        for service in host.hostedServices { service.sessionEnded(jid) }
     }
 }
