@@ -99,7 +99,16 @@ final class ClusterDirectory: Sendable {
         if !removed.isEmpty {
             host.logger.info("cluster node gone; its sessions left routing", metadata: ["node": "\(gone)", "sessions": "\(removed.count)"])
         }
-        for entry in removed { remove(entry) }
+        for entry in removed { remove(entry, ended: false) }
+        // Lost rather than ended: a room tells its occupants why they went (333).
+        let lost = removed.map(\.handle.jid)
+        for service in host.hostedServices {
+            if let placed = service as? any PlacedService {
+                placed.sessionsLost(lost)
+            } else {
+                for jid in lost { service.sessionEnded(jid) }
+            }
+        }
     }
 
     /// Replaces the whole view with `rows` (the table as read after LISTEN started).

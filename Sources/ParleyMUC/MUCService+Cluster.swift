@@ -85,6 +85,19 @@ extension MUCService: PlacedService {
         }
     }
 
+    public func sessionsLost(_ sessions: [JID]) {
+        perform { state, out in
+            for session in sessions {
+                let rooms = state.roomsBySession.removeValue(forKey: session) ?? []
+                for key in rooms {
+                    state.rooms[key]?.removeLost(session, out: &out)
+                    self.closeIfEmpty(key, state: &state)
+                }
+                if !rooms.isEmpty { self.recordDepartures(of: session, from: rooms, state: state) }
+            }
+        }
+    }
+
     public func release(_ key: String) {
         perform { state, _ in
             for session in state.rooms[key]?.allSessions ?? [] { self.forgetSession(session, in: key, state: &state) }

@@ -194,7 +194,7 @@ public final class MUCService: HostedService {
 
     /// A temporary room goes away with its last occupant (XEP-0045 §10.1.3's "destroyed
     /// automatically"); a persistent one stays.
-    private func closeIfEmpty(_ key: String, state: inout State) {
+    func closeIfEmpty(_ key: String, state: inout State) {
         guard let room = state.rooms[key], room.isEmpty, !room.configuration.persistent || room.locked else { return }
         state.rooms[key] = nil
         forgetArchive(of: key, state: &state)

@@ -18,6 +18,9 @@ public protocol PlacedService: HostedService {
     func adopt(_ key: String, members: [PlacedMember]) async
     /// This node no longer holds `key` (its lease was taken over): forget it without a word.
     func release(_ key: String)
+    /// Sessions that ended because their node died (they said no goodbye): as
+    /// `sessionEnded`, told as a removal for a technical reason where the service has one.
+    func sessionsLost(_ sessions: [JID])
 }
 
 /// The cluster's side of `PlacedService`.
