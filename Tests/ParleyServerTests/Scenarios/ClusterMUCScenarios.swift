@@ -108,7 +108,8 @@ import Testing
             // Carol's node dies without a word from her session: the room learns it from the
             // cluster and removes her for a technical reason (333).
             cluster.members[2].halt()
-            let lost = try await alice.expectRoomPresence("team", "carol", type: "unavailable", codes: [333])
+            let lost = try await Self.afterTakeover(alice)
+            #expect(lost.from == "team@\(MUC.service)/carol" && lost.type == "unavailable" && lost.statusCodes == [333], "\(lost.xmlString())")
             try SchemaValidator.shared.validate(lost.xmlString())
             try await waitFor("the departed occupants' rows are removed") { try await memberCount(cluster, "team") == 1 }
         }
@@ -137,7 +138,10 @@ import Testing
             cluster.members[0].halt()
             // Whichever node takes it over loads the room and shows Alice removed (333).
             for client in [bob, carol] {
-                let removed = try await client.expectRoomPresence("hall", "alice", type: "unavailable", codes: [333])
+                let removed = try await Self.afterTakeover(client)
+                #expect(
+                    removed.from == "hall@\(MUC.service)/alice" && removed.type == "unavailable" && removed.statusCodes == [333],
+                    "\(removed.xmlString())")
                 #expect(removed.mucItem?[attribute: "role"] == "none")
                 try SchemaValidator.shared.validate(removed.xmlString())
             }
@@ -157,6 +161,11 @@ import Testing
             #expect(entry.subject.firstChild("subject")?.text == "Cluster hall")
             #expect(try await memberCount(cluster, "hall") == 3, "bob, carol's two sessions")
         }
+    }
+
+    /// The next stanza, given the time a lease takes to run out on a loaded machine.
+    static func afterTakeover(_ client: TestClient) async throws -> XMLElement {
+        try await client.nextElement(timeout: .seconds(20))
     }
 
     private func memberCount(_ cluster: TestCluster, _ room: String) async throws -> Int64 {
