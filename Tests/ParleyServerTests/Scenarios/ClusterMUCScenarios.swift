@@ -159,7 +159,30 @@ import Testing
             let entry = try await carol2.enter("hall", nick: "carol")
             #expect(Set(entry.others.map(\.from)) == ["hall@\(MUC.service)/bob"])
             #expect(entry.subject.firstChild("subject")?.text == "Cluster hall")
-            #expect(try await memberCount(cluster, "hall") == 3, "bob, carol's two sessions")
+            try await waitFor("bob and carol's two sessions are recorded") { try await memberCount(cluster, "hall") == 3 }
+        }
+    }
+
+    @Test func aTemporaryRoomDiesWithItsNode() async throws {
+        try await TestCluster.with(services: Self.services) { cluster in
+            let (a, b) = (cluster.nodes[0], cluster.nodes[1])
+            let alice = try await a.login("alice", resource: "r")
+            try await MUC.createInstantRoom(alice, "chat", nick: "alice")
+            let bob = try await b.login("bob", resource: "r")
+            _ = try await bob.enter("chat", nick: "bob")
+            try await alice.expectRoomPresence("chat", "bob")
+            try await waitFor("both occupants are recorded") { try await memberCount(cluster, "chat") == 2 }
+
+            // Its node dies: the room lived in that node's memory only. Bob is told he is out
+            // (110 and 333), so his client joins again, which creates the room afresh.
+            cluster.members[0].halt()
+            let out = try await Self.afterTakeover(bob)
+            #expect(out.from == "chat@\(MUC.service)/bob" && out.type == "unavailable" && out.statusCodes == [110, 333], "\(out.xmlString())")
+            try SchemaValidator.shared.validate(out.xmlString())
+            try await waitFor("the lost room's rows are removed") { try await memberCount(cluster, "chat") == 0 }
+            let again = try await bob.enter("chat", nick: "bob")
+            #expect(again.own.statusCodes == [110, 201])
+            #expect(again.others.isEmpty)
         }
     }
 
