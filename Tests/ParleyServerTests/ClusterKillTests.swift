@@ -19,7 +19,10 @@ import Testing
         let names = try await cluster.createAccounts(Self.users, except: ("u00", "u01"))
         for index in 0..<3 { try await cluster.startNode(index) }
         try await cluster.startProxy()
-        defer { Task { await cluster.stopAll() } }
+        // Stopped before returning: a task started by a defer may not run before the test
+        // process exits, which left the surviving nodes and HAProxy running.
+        var stopped = false
+        defer { if !stopped { Task { await cluster.stopAll() } } }
 
         let peers = names.map { ClusterPeer(user: $0, port: cluster.proxyPort, fingerprint: cluster.fingerprint) }
         for peer in peers { try await peer.connect() }
@@ -116,6 +119,8 @@ import Testing
         print("cluster kill test: \(acknowledged.count) acknowledged, \(orphaned.count) clients moved from \(victim), "
             + "\(viaArchive) caught up from the archive, \(repeated) delivered again with the same stanza-id")
         try await room.verify(peers)
+        stopped = true
+        await cluster.stopAll()
     }
 
     static func id(_ round: Int, _ from: String, _ to: String) -> String { "r\(round)-\(from)-\(to)" }
