@@ -70,6 +70,7 @@ final class ClusterDirectory: Sendable {
             if let old {
                 host.sessions.unbindRemote(old.handle)
                 old.closed.succeed(())
+                tellServices(old.handle.jid)
             }
             // The newest bind of a resource wins cluster-wide: a local session that held it
             // (both bound at once on two nodes) gives way, as a replaced session does.
@@ -98,7 +99,16 @@ final class ClusterDirectory: Sendable {
         if !removed.isEmpty {
             host.logger.info("cluster node gone; its sessions left routing", metadata: ["node": "\(gone)", "sessions": "\(removed.count)"])
         }
-        for entry in removed { remove(entry) }
+        for entry in removed { remove(entry, ended: false) }
+        // Lost rather than ended: a room tells its occupants why they went (333).
+        let lost = removed.map(\.handle.jid)
+        for service in host.hostedServices {
+            if let placed = service as? any PlacedService {
+                placed.sessionsLost(lost)
+            } else {
+                for jid in lost { service.sessionEnded(jid) }
+            }
+        }
     }
 
     /// Replaces the whole view with `rows` (the table as read after LISTEN started).
@@ -119,12 +129,20 @@ final class ClusterDirectory: Sendable {
             defer { entries = [:] }
             return Array(entries.values)
         }
-        for entry in all { remove(entry) }
+        for entry in all { remove(entry, ended: false) }
     }
 
-    private func remove(_ entry: Entry) {
+    /// `ended`: the session is over (not only this node's view of it, as when it leaves).
+    private func remove(_ entry: Entry, ended: Bool = true) {
         host.sessions.unbindRemote(entry.handle)
         entry.closed.succeed(())
         host.sessions.remoteSessionsChanged()
+        if ended { tellServices(entry.handle.jid) }
+    }
+
+    /// Hosted services hear of a session that ended elsewhere as of a local one: a room held
+    /// here sees its occupant leave, whichever node it was on.
+    private func tellServices(_ jid: JID) {
+        for service in host.hostedServices { service.sessionEnded(jid) }
     }
 }

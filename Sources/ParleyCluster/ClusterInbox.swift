@@ -26,11 +26,14 @@ final class ClusterInbox: Sendable {
     private let host: ClusterHost
     private let writer: ClusterWriter
     private let logger: Logger
+    /// Where stanzas other nodes forwarded to rooms held here go.
+    private let rooms: ClusterRooms?
     /// (draining, woken again meanwhile)
     private let state = NIOLockedValueBox((running: false, again: false))
     static let batchLimit = 500
 
-    init(node: String, client: PostgresClient, host: ClusterHost, writer: ClusterWriter, logger: Logger) {
+    init(node: String, client: PostgresClient, host: ClusterHost, writer: ClusterWriter, logger: Logger, rooms: ClusterRooms? = nil) {
+        self.rooms = rooms
         self.node = node
         self.client = client
         self.host = host
@@ -94,7 +97,7 @@ final class ClusterInbox: Sendable {
 
     private func deliver(_ rows: [Row]) {
         guard !rows.isEmpty else { return }
-        let stanzas = StoredStanza.parseAll(rows.map { $0.kind == InboxKind.stanza.rawValue ? $0.stanza : "" })
+        let stanzas = StoredStanza.parseAll(rows.map { $0.kind == InboxKind.terminate.rawValue ? "" : $0.stanza })
         var done: [Int64] = []
         for (row, stanza) in zip(rows, stanzas) {
             let target = try? JID(row.target)
@@ -104,6 +107,10 @@ final class ClusterInbox: Sendable {
                 let condition = StreamErrorCondition(rawValue: String(parts[0])) ?? .conflict
                 session?.terminate(StreamError(condition, text: parts.count > 1 ? String(parts[1]) : nil))
                 done.append(row.id)
+                continue
+            }
+            if row.kind == InboxKind.room.rawValue, let stanza, let rooms {
+                rooms.receiveForwarded(stanza, row: row.id)
                 continue
             }
             guard let stanza, let target else {

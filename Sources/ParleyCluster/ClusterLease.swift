@@ -55,7 +55,8 @@ struct ClusterLease: Sendable {
         }
         try await PostgresTransactions.run(client, logger: logger) { connection in
             _ = try await connection.query("DELETE FROM cluster_nodes WHERE node_id = \(node)", logger: logger).collect()
-            try await Self.takeOver(node, domain: domain, connection, logger: logger)
+            // Its rooms stay its own: the first stanza for each loads it again.
+            _ = try await Self.takeOver(node, heir: node, domain: domain, connection, logger: logger)
             _ = try await connection.query(
                 "INSERT INTO cluster_nodes (node_id, incarnation) VALUES (\(node), \(incarnation))", logger: logger
             ).collect()
@@ -76,8 +77,9 @@ struct ClusterLease: Sendable {
         return !rows.isEmpty
     }
 
-    /// Takes over every node whose lease ran out; returns their ids.
-    func reapExpired() async throws -> [String] {
+    /// Takes over every node whose lease ran out; returns their ids and the rooms they held,
+    /// now this node's.
+    func reapExpired() async throws -> (nodes: [String], rooms: [(service: String, room: String)]) {
         let node = node
         let logger = logger
         let seconds = timeoutSeconds
@@ -90,9 +92,10 @@ struct ClusterLease: Sendable {
             ).collect().map { try $0.decode(String.self) }
         }
         var reaped: [String] = []
+        var rooms: [(service: String, room: String)] = []
         for dead in expired {
             let domain = domain
-            let won = try await PostgresTransactions.run(client, logger: logger) { connection -> Bool in
+            let won = try await PostgresTransactions.run(client, logger: logger) { connection -> [(service: String, room: String)]? in
                 let stillRegistered = try await connection.query(
                     "SELECT 1 FROM cluster_nodes WHERE node_id = \(dead)", logger: logger
                 ).collect().isEmpty == false
@@ -104,17 +107,17 @@ struct ClusterLease: Sendable {
                         RETURNING node_id
                         """, logger: logger
                     ).collect()
-                    guard !deleted.isEmpty else { return false }
+                    guard !deleted.isEmpty else { return nil }
                 }
-                try await Self.takeOver(dead, domain: domain, connection, logger: logger)
-                return true
+                return try await Self.takeOver(dead, heir: node, domain: domain, connection, logger: logger)
             }
-            if won {
-                logger.warning("cluster node's lease expired; took it over", metadata: ["node": "\(dead)"])
+            if let won {
+                logger.warning("cluster node's lease expired; took it over", metadata: ["node": "\(dead)", "rooms": "\(won.count)"])
                 reaped.append(dead)
+                rooms += won
             }
         }
-        return reaped
+        return (reaped, rooms)
     }
 
     /// Leaves the cluster (a graceful stop): what the inbox still holds goes offline.
@@ -124,16 +127,51 @@ struct ClusterLease: Sendable {
         let logger = logger
         try await PostgresTransactions.run(client, logger: logger) { connection in
             _ = try await connection.query("DELETE FROM cluster_nodes WHERE node_id = \(node)", logger: logger).collect()
-            try await Self.takeOver(node, domain: domain, connection, logger: logger)
+            // Its rooms go to the node that beat last; it loads each at the next stanza.
+            let heir = try await connection.query(
+                "SELECT node_id FROM cluster_nodes ORDER BY heartbeat_at DESC LIMIT 1", logger: logger
+            ).collect().first?.decode(String.self)
+            _ = try await Self.takeOver(node, heir: heir, domain: domain, connection, logger: logger)
         }
     }
 
     /// Inside the caller's transaction: `dead`'s inbox to offline storage, its entries out of
     /// the directory, and every node told. Rows are locked as read, so two nodes taking over
     /// the same inbox (an orphaned one) never store a message twice.
-    static func takeOver(_ dead: String, domain: JID, _ connection: PostgresConnection, logger: Logger) async throws {
+    ///
+    /// `dead`'s rooms (`cluster_rooms`) and the stanzas for them still in its inbox go to
+    /// `heir`, or are released when there is none; returns the rooms `heir` got.
+    static func takeOver(
+        _ dead: String, heir: String?, domain: JID, _ connection: PostgresConnection, logger: Logger
+    ) async throws -> [(service: String, room: String)] {
+        var rooms: [(service: String, room: String)] = []
+        let roomKind = InboxKind.room.rawValue
+        if let heir {
+            if heir != dead {
+                rooms = try await connection.query(
+                    "UPDATE cluster_rooms SET node_id = \(heir) WHERE node_id = \(dead) RETURNING service, room", logger: logger
+                ).collect().map { row in
+                    let (service, room) = try row.decode((String, String).self)
+                    return (service: service, room: room)
+                }
+            }
+            // Claimed by a run that ended before serving them: served again (a restart's own).
+            let moved = try await connection.query(
+                "UPDATE cluster_inbox SET node_id = \(heir), claimed = false WHERE node_id = \(dead) AND kind = \(roomKind) RETURNING id",
+                logger: logger
+            ).collect()
+            if !moved.isEmpty {
+                _ = try await connection.query("SELECT pg_notify('parley_cluster', 'i|' || \(heir))", logger: logger).collect()
+            }
+        } else {
+            _ = try await connection.query("DELETE FROM cluster_rooms WHERE node_id = \(dead)", logger: logger).collect()
+        }
+        let keepRoomRows = heir != nil
         let rows = try await connection.query(
-            "SELECT id, target, kind, stanza, created_at FROM cluster_inbox WHERE node_id = \(dead) ORDER BY id FOR UPDATE",
+            """
+            SELECT id, target, kind, stanza, created_at FROM cluster_inbox
+            WHERE node_id = \(dead) AND (kind <> \(roomKind) OR NOT \(keepRoomRows)) ORDER BY id FOR UPDATE
+            """,
             logger: logger
         ).collect()
         var ids: [Int64] = []
@@ -173,5 +211,6 @@ struct ClusterLease: Sendable {
         if !stored.isEmpty {
             logger.info("a departed node's undelivered messages went to offline storage", metadata: ["node": "\(dead)", "messages": "\(stored.count)"])
         }
+        return rooms
     }
 }

@@ -26,6 +26,7 @@ public final class ClusterNode: ClusterMember {
         let host: ClusterHost
         let directory: ClusterDirectory
         let inbox: ClusterInbox
+        let rooms: ClusterRooms
         let lease: ClusterLease
         let incarnation: Int64
     }
@@ -46,6 +47,9 @@ public final class ClusterNode: ClusterMember {
 
     public var nodeID: String { settings.nodeID }
 
+    /// Rooms this node serves, for tests.
+    public var roomsHeld: Int { parts.withLockedValue { $0?.rooms.heldHere ?? 0 } }
+
     /// Sessions on other nodes this node knows of.
     public var remoteSessionCount: Int { parts.withLockedValue { $0?.directory.count ?? 0 } }
 
@@ -55,8 +59,10 @@ public final class ClusterNode: ClusterMember {
         let lease = ClusterLease(node: nodeID, client: client, domain: host.domain, timeout: settings.leaseTimeout, logger: logger)
         let incarnation = try await lease.join()
         let directory = ClusterDirectory(node: nodeID, host: host, link: self)
-        let inbox = ClusterInbox(node: nodeID, client: client, host: host, writer: writer, logger: logger)
-        let parts = Parts(host: host, directory: directory, inbox: inbox, lease: lease, incarnation: incarnation)
+        let rooms = ClusterRooms(node: nodeID, client: client, writer: writer, host: host, logger: logger)
+        let inbox = ClusterInbox(node: nodeID, client: client, host: host, writer: writer, logger: logger, rooms: rooms)
+        let parts = Parts(host: host, directory: directory, inbox: inbox, rooms: rooms, lease: lease, incarnation: incarnation)
+        rooms.attachServices()
         let writer = writer
         let node = nodeID
         host.blocking?.observeListChanges { user in writer.enqueue(.notice("b|\(node)|\(user)")) }
@@ -85,6 +91,12 @@ public final class ClusterNode: ClusterMember {
                 metadata: ["error": "\(String(reflecting: error))"])
         }
         parts.directory.clear()
+    }
+
+    /// Stops beating and listening without leaving, as a killed process would: the others
+    /// take this node over when its lease runs out (tests of a node's death in one process).
+    public func halt() {
+        for task in tasks.withLockedValue({ $0 }) { task.cancel() }
     }
 
     // MARK: ClusterLink
@@ -155,6 +167,7 @@ public final class ClusterNode: ClusterMember {
             parts.directory.ended(node: node, sessionID: sessionID, jid: jid)
         case .nodeGone(let node):
             if node != nodeID { parts.directory.nodeGone(node) }
+            parts.rooms.nodeGone(node)
         case .inbox(let node):
             if node == nodeID { parts.inbox.wake() }
         case .blockList(let node, let user):
@@ -206,12 +219,14 @@ public final class ClusterNode: ClusterMember {
                     // Taken for dead (a pause longer than the lease): the others have moved this
                     // node's inbox offline and dropped its sessions, so they must reconnect.
                     logger.critical("this node's lease was taken over; ending its sessions and joining again", metadata: ["node": "\(nodeID)"])
+                    parts.rooms.nodeGone(nodeID)
                     for session in parts.host.sessions.localSessions {
                         session.terminate(StreamError(.reset, text: "The server lost its place in the cluster; connect again."))
                     }
                     incarnation = try await parts.lease.join()
                 }
-                _ = try await parts.lease.reapExpired()
+                let reaped = try await parts.lease.reapExpired()
+                parts.rooms.adoptTaken(reaped.rooms)
                 // A safety net for a wake-up lost while the channel was being re-established.
                 parts.inbox.wake()
             } catch {

@@ -26,12 +26,20 @@ final class ClusterWriter: Sendable {
         case delivered([Int64])
         /// A notice for every node, sent when what comes before it is committed.
         case notice(String)
+        /// A room's member as its holder keeps it (`data`), or its departure (nil).
+        case roomMember(service: String, room: String, jid: String, node: String, data: String?)
+        /// Writes nothing: `done` runs once everything queued before it is committed.
+        case marker(@Sendable () -> Void)
     }
 
     private struct State {
         var queue: [Operation] = []
         var writing = false
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Open `hold()`s: nothing queued is written until the last is released.
+        var holds = 0
+        /// The queue's first `together` operations go into one transaction (held ones).
+        var together = 0
     }
 
     let node: String
@@ -50,7 +58,26 @@ final class ClusterWriter: Sendable {
     func enqueue(_ operation: Operation) {
         let start = state.withLockedValue { state -> Bool in
             state.queue.append(operation)
-            if state.writing { return false }
+            if state.writing || state.holds > 0 { return false }
+            state.writing = true
+            return true
+        }
+        if start { Task.detached { await self.drain() } }
+    }
+
+    /// Keeps what is enqueued from now until `release()` in one transaction: a room's
+    /// forwarded stanza is deleted from the inbox together with the copies it caused, so a
+    /// node's death never leaves one done without the other.
+    func hold() {
+        state.withLockedValue { $0.holds += 1 }
+    }
+
+    func release() {
+        let start = state.withLockedValue { state -> Bool in
+            state.holds -= 1
+            guard state.holds == 0 else { return false }
+            state.together = state.queue.count
+            if state.writing || state.queue.isEmpty { return false }
             state.writing = true
             return true
         }
@@ -72,13 +99,15 @@ final class ClusterWriter: Sendable {
     private func drain() async {
         while true {
             let (batch, waiters) = state.withLockedValue { state -> ([Operation], [CheckedContinuation<Void, Never>]) in
-                if state.queue.isEmpty {
+                if state.queue.isEmpty || state.holds > 0 {
                     state.writing = false
+                    guard state.queue.isEmpty else { return ([], []) }
                     defer { state.idleWaiters = [] }
                     return ([], state.idleWaiters)
                 }
-                let batch = Array(state.queue.prefix(1024))
+                let batch = Array(state.queue.prefix(max(1024, state.together)))
                 state.queue.removeFirst(batch.count)
+                state.together = max(0, state.together - batch.count)
                 return (batch, [])
             }
             if batch.isEmpty {
@@ -98,7 +127,12 @@ final class ClusterWriter: Sendable {
                 }
             }
             commits.withLockedValue { $0 += 1 }
-            for case .inbox(_, _, _, _, let done?) in batch { done() }
+            for operation in batch {
+                switch operation {
+                case .inbox(_, _, _, _, let done?), .marker(let done): done()
+                default: break
+                }
+            }
         }
     }
 
@@ -115,6 +149,7 @@ final class ClusterWriter: Sendable {
         var stanzas: [String] = []
         var delivered: [Int64] = []
         var notices: [String] = []
+        var members: [(service: String, room: String, jid: String, node: String, data: String?)] = []
         for operation in batch {
             switch operation {
             case .bind(let session), .end(let session):
@@ -132,8 +167,13 @@ final class ClusterWriter: Sendable {
                 delivered += ids
             case .notice(let payload):
                 notices.append(payload)
+            case .roomMember(let service, let room, let jid, let node, let data):
+                members.append((service, room, jid, node, data))
+            case .marker:
+                continue
             }
         }
+        let memberWrites = members
         let directoryWrites = directory
         let (inboxNodes, inboxTargets, inboxKinds, inboxStanzas, deliveredIDs) = (nodes, targets, kinds, stanzas, delivered)
         let woken = Array(Set(nodes))
@@ -163,6 +203,9 @@ final class ClusterWriter: Sendable {
             }
             if !deliveredIDs.isEmpty {
                 _ = try await connection.query("DELETE FROM cluster_inbox WHERE id = ANY(\(deliveredIDs))", logger: logger).collect()
+            }
+            for member in memberWrites {
+                try await ClusterRooms.write(member, connection, logger: logger)
             }
         }
     }
@@ -208,7 +251,7 @@ final class ClusterWriter: Sendable {
                 SELECT pg_notify('parley_cluster', \(payload)) FROM d
                 """, logger: logger
             ).collect()
-        case .inbox, .delivered, .notice:
+        case .inbox, .delivered, .notice, .roomMember, .marker:
             return
         }
     }
@@ -221,6 +264,8 @@ enum InboxKind: Int16, Sendable {
     /// End the session at `target`: a login on another node replaced it. `stanza` holds the
     /// stream error's condition, a newline, and its text.
     case terminate = 1
+    /// A stanza for a room (`target`, its bare JID) this node holds, `from` its sender.
+    case room = 2
 }
 
 enum PostgresTransactions {

@@ -47,4 +47,6 @@ enum MUCStatus: Int, Sendable {
     case removedMembersOnly = 322
     /// Removed because the service is shutting down.
     case systemShutdown = 332
+    /// Removed because of a technical problem (its node of a cluster died).
+    case technicalRemoval = 333
 }

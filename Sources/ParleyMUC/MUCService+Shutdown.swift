@@ -5,6 +5,9 @@ import ParleyCore
 /// so clients show the room as left for that reason and rejoin when the server is back.
 extension MUCService {
     public func serverStopping() {
+        // In a cluster the rooms outlive this node: its occupants leave as their sessions
+        // end, the others stay, and another node serves the rooms next.
+        guard placement.withLockedValue({ $0 }) == nil else { return }
         perform { state, out in
             for key in state.rooms.keys.sorted() {
                 guard var room = state.rooms[key] else { continue }

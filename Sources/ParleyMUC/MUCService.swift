@@ -61,6 +61,8 @@ public final class MUCService: HostedService {
         /// Where rooms' archives are written, and the task that expires old messages.
         var archive: MUCArchiveWriter?
         var archiveExpiry: Task<Void, Never>?
+        /// Run once what was queued before them is sent (`afterSends`).
+        var barriers: [@Sendable () -> Void] = []
     }
 
     public let settings: Settings
@@ -71,6 +73,8 @@ public final class MUCService: HostedService {
     let outlet = NIOLockedValueBox<HostedServiceOutlet?>(nil)
     /// Addresses of stanzas sent, parsed: see `send(_:through:)`.
     private let addresses = NIOLockedValueBox<[String: JID]>([:])
+    /// In a cluster, where each room is served (MUCService+Cluster); nil on a single node.
+    let placement = NIOLockedValueBox<(any ServicePlacement)?>(nil)
 
     public init(settings: Settings, logger: Logger) {
         self.settings = settings
@@ -97,24 +101,28 @@ public final class MUCService: HostedService {
     }
 
     public func receive(_ stanza: XMLElement, from sender: JID) {
-        guard let to = stanza.to.flatMap({ try? JID($0) }) else { return }
-        perform { state, out in
-            guard let room = to.localpart else { return self.serviceStanza(stanza, from: sender, state: state, out: &out) }
-            switch stanza.name {
-            case "presence": self.presence(stanza, from: sender, room: room, nick: to.resourcepart, state: &state, out: &out)
-            case "message": self.message(stanza, from: sender, room: room, nick: to.resourcepart, state: &state, out: &out)
-            default: self.iq(stanza, from: sender, room: room, nick: to.resourcepart, state: &state, out: &out)
-            }
+        _ = receiveDurably(stanza, from: sender)
+    }
+
+    /// One stanza's change, under the lock.
+    func dispatch(_ stanza: XMLElement, from sender: JID, to: JID, state: inout State, out: inout [XMLElement]) {
+        guard let room = to.localpart else { return serviceStanza(stanza, from: sender, state: state, out: &out) }
+        switch stanza.name {
+        case "presence": presence(stanza, from: sender, room: room, nick: to.resourcepart, state: &state, out: &out)
+        case "message": message(stanza, from: sender, room: room, nick: to.resourcepart, state: &state, out: &out)
+        default: iq(stanza, from: sender, room: room, nick: to.resourcepart, state: &state, out: &out)
         }
     }
 
     /// A session that ended leaves every room it was in; the others see it go.
     public func sessionEnded(_ session: JID) {
         perform { state, out in
-            for room in state.roomsBySession.removeValue(forKey: session) ?? [] {
+            let rooms = state.roomsBySession.removeValue(forKey: session) ?? []
+            for room in rooms {
                 state.rooms[room]?.leave(session, stanza: nil, out: &out)
                 self.closeIfEmpty(room, state: &state)
             }
+            if !rooms.isEmpty { self.recordDepartures(of: session, from: rooms, state: state) }
         }
     }
 
@@ -186,7 +194,7 @@ public final class MUCService: HostedService {
 
     /// A temporary room goes away with its last occupant (XEP-0045 §10.1.3's "destroyed
     /// automatically"); a persistent one stays.
-    private func closeIfEmpty(_ key: String, state: inout State) {
+    func closeIfEmpty(_ key: String, state: inout State) {
         guard let room = state.rooms[key], room.isEmpty, !room.configuration.persistent || room.locked else { return }
         state.rooms[key] = nil
         forgetArchive(of: key, state: &state)
@@ -270,18 +278,24 @@ public final class MUCService: HostedService {
         }
         guard drain else { return }
         guard let outlet = outlet.withLockedValue({ $0 }) else {
-            return state.withLockedValue { state in
+            let barriers = state.withLockedValue { state in
                 state.outbox = []
                 state.draining = false
+                defer { state.barriers = [] }
+                return state.barriers
             }
+            for barrier in barriers { barrier() }
+            return
         }
         while true {
-            let batch = state.withLockedValue { state -> [XMLElement] in
+            let (batch, barriers) = state.withLockedValue { state -> ([XMLElement], [@Sendable () -> Void]) in
                 let batch = state.outbox
                 state.outbox = []
                 if batch.isEmpty { state.draining = false }
-                return batch
+                defer { state.barriers = [] }
+                return (batch, state.barriers)
             }
+            defer { for barrier in barriers { barrier() } }
             guard !batch.isEmpty else { return }
             // In slices: while a room fills, hundreds of entries land here at once, each
             // sending its list to the newcomer and the newcomer to everyone (N² stanzas for a
@@ -297,6 +311,17 @@ public final class MUCService: HostedService {
     }
 
     static let sendSlice = 4096
+
+    /// Runs `body` once everything queued so far has been handed to the router: at once if
+    /// nothing is, else after the sender that is sending it (another thread, maybe).
+    func afterSends(_ body: @escaping @Sendable () -> Void) {
+        let now = state.withLockedValue { state -> Bool in
+            if !state.draining, state.outbox.isEmpty { return true }
+            state.barriers.append(body)
+            return false
+        }
+        if now { body() }
+    }
 
     /// Sends in order, the addresses parsed once per distinct string (a room's stanzas go to
     /// the same few hundred sessions from the same few hundred occupant JIDs, again and again),

@@ -22,6 +22,7 @@ enum PostgresMigrations {
         ("v7_uploads", uploads),
         ("v8_cluster", cluster),
         ("v9_muc_allowpm", mucAllowPM),
+        ("v10_cluster_rooms", clusterRooms),
     ]
 
     /// Two nodes starting at once take turns: the advisory lock is held by each migration's
@@ -348,5 +349,28 @@ enum PostgresMigrations {
             created_at BIGINT NOT NULL
         );
         CREATE INDEX cluster_inbox_node ON cluster_inbox(node_id, id)
+        """
+
+    /// Rooms of a cluster (hosted services' entities served by one node at a time): which
+    /// node holds each room's lease, and who was in each room, so that a node taking a room
+    /// over keeps its occupants. A lease is a node's for as long as the node's own: the node
+    /// that takes a dead node over takes its rooms in the same transaction. Occupant rows
+    /// outlive the lease on purpose (the next holder reads them); the holder removes them.
+    private static let clusterRooms = """
+        CREATE TABLE cluster_rooms (
+            service TEXT COLLATE "C" NOT NULL,
+            room TEXT COLLATE "C" NOT NULL,
+            node_id TEXT COLLATE "C" NOT NULL,
+            PRIMARY KEY (service, room)
+        );
+        CREATE INDEX cluster_rooms_node ON cluster_rooms(node_id);
+        CREATE TABLE cluster_room_members (
+            service TEXT COLLATE "C" NOT NULL,
+            room TEXT COLLATE "C" NOT NULL,
+            jid TEXT COLLATE "C" NOT NULL,
+            node_id TEXT COLLATE "C" NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (service, room, jid)
+        )
         """
 }

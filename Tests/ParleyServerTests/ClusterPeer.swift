@@ -25,6 +25,8 @@ final class ClusterPeer: @unchecked Sendable {
         var availableFrom = Set<String>()
         var mamDone: [String: Bool] = [:]
         var connections = 0
+        /// The last presence from each room occupant JID (ClusterKillRoom).
+        var roomPresence: [String: XMLElement] = [:]
     }
 
     let user: String
@@ -46,6 +48,7 @@ final class ClusterPeer: @unchecked Sendable {
     var received: [String: Received] { state.withLockedValue { $0.received } }
     var availableFrom: Set<String> { state.withLockedValue { $0.availableFrom } }
     var connections: Int { state.withLockedValue { $0.connections } }
+    var roomPresence: [String: XMLElement] { state.withLockedValue { $0.roomPresence } }
 
     /// Signs in, enables stream management, sends initial presence, and reads from then on.
     func connect() async throws {
@@ -81,6 +84,22 @@ final class ClusterPeer: @unchecked Sendable {
 
     func sendMessage(to peer: String, id: String) async throws {
         try await sendStanza("<message to='\(peer)@localhost' type='chat' id='\(id)'><body>\(id)</body></message>", messageID: id)
+        try await state.withLockedValue { $0.client }?.send("<r xmlns='urn:xmpp:sm:3'/>")
+    }
+
+    /// Sends an iq and waits for its answer.
+    func request(_ xml: String, id: String) async throws {
+        state.withLockedValue { $0.mamDone[id] = false }
+        try await sendStanza(xml)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while state.withLockedValue({ $0.mamDone[id] }) != true {
+            guard ContinuousClock.now < deadline else { throw ScenarioFailure("\(user)'s iq \(id) got no answer") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    func sendGroupchat(to room: String, id: String) async throws {
+        try await sendStanza("<message to='\(room)' type='groupchat' id='\(id)'><body>\(id)</body></message>", messageID: id)
         try await state.withLockedValue { $0.client }?.send("<r xmlns='urn:xmpp:sm:3'/>")
     }
 
@@ -147,6 +166,9 @@ final class ClusterPeer: @unchecked Sendable {
                     record(element, stanzaID: stanzaID, archive: false)
                 }
             case "presence":
+                if let from = element.from, from.contains("@conference.") {
+                    state.withLockedValue { state in if state.client === client { state.roomPresence[from] = element } }
+                }
                 if element.type == nil, let from = element.from { state.withLockedValue { _ = $0.availableFrom.insert(from) } }
             default:
                 if let id = element.id, element.type == "result" || element.type == "error" {

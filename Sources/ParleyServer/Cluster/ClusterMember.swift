@@ -30,12 +30,16 @@ public struct ClusterHost: Sendable {
     /// because this node did not yet know of the recipient's new session elsewhere is then
     /// delivered there at once.
     public let offline: OfflineModule?
+    /// The node's hosted services: they hear of sessions that end on other nodes too, and
+    /// those with entities on one node at a time (`PlacedService`) get a placement.
+    public let hostedServices: [any HostedService]
 
     public init(
         domain: JID, sessions: SessionRegistry, router: StanzaRouter, eventLoop: any EventLoop, logger: Logger,
         offlineStored: @escaping @Sendable (JID) -> Void = { _ in }, blocking: BlockingModule? = nil,
-        offline: OfflineModule? = nil
+        offline: OfflineModule? = nil, hostedServices: [any HostedService] = []
     ) {
+        self.hostedServices = hostedServices
         self.offline = offline
         self.blocking = blocking
         self.offlineStored = offlineStored

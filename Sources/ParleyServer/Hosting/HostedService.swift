@@ -19,6 +19,9 @@ public protocol HostedService: AnyObject, Sendable {
     /// A stanza for the service's domain or a JID at it, `from` stamped with the sender's
     /// full JID. Called on the sender's event loop: long work goes elsewhere.
     func receive(_ stanza: XMLElement, from sender: JID)
+    /// Like `receive`, returning what a local sender's acknowledgement must wait for (in a
+    /// cluster, the stanza's write to the node that serves its room).
+    func receiveDurably(_ stanza: XMLElement, from sender: JID) -> Task<Void, Never>?
     /// A local session ended, for whatever reason (logout, kick, dropped connection,
     /// replacement): what the service kept for that full JID is stale now.
     func sessionEnded(_ session: JID)
@@ -30,6 +33,10 @@ public protocol HostedService: AnyObject, Sendable {
 }
 
 extension HostedService {
+    public func receiveDurably(_ stanza: XMLElement, from sender: JID) -> Task<Void, Never>? {
+        receive(stanza, from: sender)
+        return nil
+    }
     public func serverStopping() {}
     public func shutdown() async {}
 }

@@ -24,8 +24,8 @@ extension StanzaRouter {
             return RouteResult(pending: presence(stanza, sender))
         }
         let archived = recordOutgoingPrivateMessage(stanza, to: to, from: sender, service: service)
-        service.receive(stanza, from: sender.jid)
-        return RouteResult(archived: archived)
+        let pending = service.receiveDurably(stanza, from: sender.jid)
+        return RouteResult(pending: pending, archived: archived)
     }
 
     /// A stanza a hosted service sends, with its `from` at `serviceDomain`.

@@ -156,7 +156,8 @@ public final class RunningServer: Sendable {
             try await cluster.start(
                 ClusterHost(
                     domain: domain, sessions: sessions, router: router, eventLoop: group.next(), logger: logger,
-                    offlineStored: { offline.deliverIfAvailable($0) }, blocking: blocking, offline: offline))
+                    offlineStored: { offline.deliverIfAvailable($0) }, blocking: blocking, offline: offline,
+                    hostedServices: hostedServices))
         }
         let limits = configuration.limits
         let context = try ServerContext(

@@ -34,6 +34,7 @@ final class TestCluster: Sendable {
 
     static func with<T>(
         nodes count: Int = 2, accounts: [String: String] = TestServer.threeAccounts,
+        services: (Int) -> [any HostedService] = { _ in [] },
         _ configure: @escaping (inout ServerConfiguration) -> Void = { _ in },
         _ body: (TestCluster) async throws -> T
     ) async throws -> T {
@@ -47,7 +48,8 @@ final class TestCluster: Sendable {
             let member = ClusterNode(settings: settings(index), storage: storage, logger: quiet)
             members.append(member)
             nodes.append(
-                try await TestServer.start(accounts: index == 0 ? accounts : [:], storage: storage, cluster: member) { configuration in
+                try await TestServer.start(
+                    accounts: index == 0 ? accounts : [:], hostedServices: services(index), storage: storage, cluster: member) { configuration in
                     configuration.cluster.enabled = true
                     configuration.sessions.accountChangePollInterval = .milliseconds(100)
                     configure(&configuration)
