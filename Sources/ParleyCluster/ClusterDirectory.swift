@@ -101,6 +101,11 @@ final class ClusterDirectory: Sendable {
         for entry in removed { remove(entry) }
     }
 
+    /// The sessions this node knows of on `node`, as last written.
+    func sessions(on node: String) -> [SessionHandle] {
+        entries.withLockedValue { entries in entries.values.filter { $0.node == node }.map(\.handle) }
+    }
+
     /// Replaces the whole view with `rows` (the table as read after LISTEN started).
     func resync(_ rows: [SessionEntry]) {
         let present = Set(rows.map(\.jid))

@@ -25,12 +25,14 @@ final class ClusterInbox: Sendable {
     private let client: PostgresClient
     private let host: ClusterHost
     private let writer: ClusterWriter
+    private let resumption: ClusterResumption
     private let logger: Logger
     /// (draining, woken again meanwhile)
     private let state = NIOLockedValueBox((running: false, again: false))
     static let batchLimit = 500
 
-    init(node: String, client: PostgresClient, host: ClusterHost, writer: ClusterWriter, logger: Logger) {
+    init(node: String, client: PostgresClient, host: ClusterHost, writer: ClusterWriter, resumption: ClusterResumption, logger: Logger) {
+        self.resumption = resumption
         self.node = node
         self.client = client
         self.host = host
@@ -99,6 +101,16 @@ final class ClusterInbox: Sendable {
         for (row, stanza) in zip(rows, stanzas) {
             let target = try? JID(row.target)
             let session = target.flatMap { host.sessions.session($0) }.flatMap { $0.isRemote ? nil : $0 }
+            if row.kind == InboxKind.resumeRequest.rawValue {
+                resumption.handle(row.stanza, host: host)
+                done.append(row.id)
+                continue
+            }
+            if row.kind == InboxKind.resumeReply.rawValue {
+                resumption.answered(row.target, row.stanza, host: host)
+                done.append(row.id)
+                continue
+            }
             if row.kind == InboxKind.terminate.rawValue {
                 let parts = row.stanza.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
                 let condition = StreamErrorCondition(rawValue: String(parts[0])) ?? .conflict

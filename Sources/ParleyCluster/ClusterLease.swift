@@ -76,8 +76,9 @@ struct ClusterLease: Sendable {
         return !rows.isEmpty
     }
 
-    /// Takes over every node whose lease ran out; returns their ids.
-    func reapExpired() async throws -> [String] {
+    /// Takes over every node whose lease ran out; returns their ids. `departing` is asked,
+    /// just before each takeover, for what the caller wants to keep of the node.
+    func reapExpired<Kept: Sendable>(departing: (String) -> Kept) async throws -> [(node: String, kept: Kept)] {
         let node = node
         let logger = logger
         let seconds = timeoutSeconds
@@ -89,8 +90,10 @@ struct ClusterLease: Sendable {
                 """, logger: logger
             ).collect().map { try $0.decode(String.self) }
         }
-        var reaped: [String] = []
+        var reaped: [(node: String, kept: Kept)] = []
         for dead in expired {
+            // Before the takeover commits: its notice makes every node (this one too) forget them.
+            let kept = departing(dead)
             let domain = domain
             let won = try await PostgresTransactions.run(client, logger: logger) { connection -> Bool in
                 let stillRegistered = try await connection.query(
@@ -111,7 +114,7 @@ struct ClusterLease: Sendable {
             }
             if won {
                 logger.warning("cluster node's lease expired; took it over", metadata: ["node": "\(dead)"])
-                reaped.append(dead)
+                reaped.append((dead, kept))
             }
         }
         return reaped

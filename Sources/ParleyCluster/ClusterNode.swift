@@ -33,6 +33,7 @@ public final class ClusterNode: ClusterMember {
     public let settings: Settings
     private let client: PostgresClient
     let writer: ClusterWriter
+    private let resumption: ClusterResumption
     private let logger: Logger
     private let parts = NIOLockedValueBox<Parts?>(nil)
     private let tasks = NIOLockedValueBox<[Task<Void, Never>]>([])
@@ -42,6 +43,7 @@ public final class ClusterNode: ClusterMember {
         self.client = storage.postgresClient
         self.logger = logger
         writer = ClusterWriter(node: settings.nodeID, client: storage.postgresClient, logger: logger)
+        resumption = ClusterResumption(node: settings.nodeID, writer: writer, logger: logger)
     }
 
     public var nodeID: String { settings.nodeID }
@@ -55,7 +57,7 @@ public final class ClusterNode: ClusterMember {
         let lease = ClusterLease(node: nodeID, client: client, domain: host.domain, timeout: settings.leaseTimeout, logger: logger)
         let incarnation = try await lease.join()
         let directory = ClusterDirectory(node: nodeID, host: host, link: self)
-        let inbox = ClusterInbox(node: nodeID, client: client, host: host, writer: writer, logger: logger)
+        let inbox = ClusterInbox(node: nodeID, client: client, host: host, writer: writer, resumption: resumption, logger: logger)
         let parts = Parts(host: host, directory: directory, inbox: inbox, lease: lease, incarnation: incarnation)
         let writer = writer
         let node = nodeID
@@ -107,6 +109,11 @@ public final class ClusterNode: ClusterMember {
             .inbox(node: node, target: session.jidString, kind: .terminate, stanza: error.condition.rawValue + "\n" + (error.text ?? ""), done: nil))
     }
 
+    public func takeOverSession(previd: String, user: String, accountID: Int64?, from nodes: [String]) async -> SessionTransfer? {
+        guard let host = parts.withLockedValue({ $0?.host }) else { return nil }
+        return await resumption.takeOver(previd: previd, user: user, accountID: accountID, domain: host.domain, from: nodes)
+    }
+
     // MARK: Listening
 
     private func listen(_ parts: Parts, ready: AsyncStream<Void>.Continuation) async {
@@ -154,7 +161,10 @@ public final class ClusterNode: ClusterMember {
         case .ended(let node, let sessionID, let jid):
             parts.directory.ended(node: node, sessionID: sessionID, jid: jid)
         case .nodeGone(let node):
-            if node != nodeID { parts.directory.nodeGone(node) }
+            if node != nodeID {
+                parts.directory.nodeGone(node)
+                resumption.nodeGone(node)
+            }
         case .inbox(let node):
             if node == nodeID { parts.inbox.wake() }
         case .blockList(let node, let user):
@@ -211,7 +221,9 @@ public final class ClusterNode: ClusterMember {
                     }
                     incarnation = try await parts.lease.join()
                 }
-                _ = try await parts.lease.reapExpired()
+                let reaped = try await parts.lease.reapExpired { parts.directory.sessions(on: $0) }
+                // This node won the takeover, so it alone says the dead node's sessions are gone.
+                for (_, sessions) in reaped where !sessions.isEmpty { parts.host.sessionsLost(sessions) }
                 // A safety net for a wake-up lost while the channel was being re-established.
                 parts.inbox.wake()
             } catch {

@@ -87,9 +87,16 @@ struct SessionEntry: Equatable, Sendable {
     /// The notice left the presence out (too large for NOTIFY): read the row.
     var presenceOmitted = false
 
-    /// The PEP nodes it wants notifications of, as stored: separated by U+0002, which no
-    /// node name holds.
-    var notifyText: String { view.notifyNodes.sorted().joined(separator: "\u{2}") }
+    /// The PEP nodes it wants notifications of, as stored (the `notify` column and the
+    /// notice's second line): separated by U+0002, which no node name holds; then, after a
+    /// U+0003 if there are any, the recipients of its directed presence, separated the same
+    /// way (JIDs hold no control characters). One field for both keeps the table and the
+    /// notices of nodes that know nothing of directed presence as they were.
+    var notifyText: String {
+        let nodes = view.notifyNodes.sorted().joined(separator: "\u{2}")
+        guard !view.directedPresence.isEmpty else { return nodes }
+        return nodes + "\u{3}" + view.directedPresence.map(\.description).sorted().joined(separator: "\u{2}")
+    }
 
     init(
         jid: String, node: String, sessionID: Int64, accountID: Int64?, version: Int64, available: Bool, priority: Int8,
@@ -103,10 +110,12 @@ struct SessionEntry: Equatable, Sendable {
         self.presenceText = presenceOmitted ? nil : presenceText
         self.presenceOmitted = presenceOmitted
         let presence = self.presenceText.flatMap(StoredStanza.parse)
+        let parts = notify.split(separator: "\u{3}", maxSplits: 1, omittingEmptySubsequences: false)
+        let directed = parts.count > 1 ? parts[1].split(separator: "\u{2}").compactMap { try? JID(String($0)) } : []
         view = SessionPresence.ClusterView(
             isAvailable: available, priority: priority, lastPresence: presence,
             flags: SessionPresence.ClusterView.Flags(rawValue: flags),
-            notifyNodes: Set(notify.split(separator: "\u{2}").map(String.init)))
+            notifyNodes: Set(parts[0].split(separator: "\u{2}").map(String.init)), directedPresence: Set(directed))
     }
 
     /// A local session's entry as it is now.

@@ -221,6 +221,12 @@ enum InboxKind: Int16, Sendable {
     /// End the session at `target`: a login on another node replaced it. `stanza` holds the
     /// stream error's condition, a newline, and its text.
     case terminate = 1
+    /// Hand over a resumable session (XEP-0198) to the node whose client resumes it:
+    /// `stanza` holds `ResumeRequest`'s lines. `target` is the account's bare JID.
+    case resumeRequest = 2
+    /// The answer to a `resumeRequest`: `target` is the request's id, `stanza` the
+    /// `SessionTransfer` as XML, or empty if the node does not hold the session.
+    case resumeReply = 3
 }
 
 enum PostgresTransactions {

@@ -30,12 +30,22 @@ public struct ClusterHost: Sendable {
     /// because this node did not yet know of the recipient's new session elsewhere is then
     /// delivered there at once.
     public let offline: OfflineModule?
+    /// A client resuming on another node asks for one of this node's resumable sessions
+    /// (previd, user, account id): it is handed over if this node holds it.
+    public let handOver: @Sendable (String, String, Int64?) async -> SessionHandOver?
+    /// Sessions of a node that died, as this node (the one that took the node over) last
+    /// knew them: their contacts and directed-presence recipients get unavailable presence.
+    public let sessionsLost: @Sendable ([SessionHandle]) -> Void
 
     public init(
         domain: JID, sessions: SessionRegistry, router: StanzaRouter, eventLoop: any EventLoop, logger: Logger,
         offlineStored: @escaping @Sendable (JID) -> Void = { _ in }, blocking: BlockingModule? = nil,
-        offline: OfflineModule? = nil
+        offline: OfflineModule? = nil,
+        handOver: @escaping @Sendable (String, String, Int64?) async -> SessionHandOver? = { _, _, _ in nil },
+        sessionsLost: @escaping @Sendable ([SessionHandle]) -> Void = { _ in }
     ) {
+        self.handOver = handOver
+        self.sessionsLost = sessionsLost
         self.offline = offline
         self.blocking = blocking
         self.offlineStored = offlineStored
