@@ -220,8 +220,9 @@ let package = Package(
                 "ParleyServer", "ParleyStream", "ParleyCore", "ParleyTLS", "ParleyStorage", "ParleyTestSupport",
                 // The MUC and upload scenarios need the server's scenario harness, so they live here.
                 "ParleyMUC", "ParleyHTTP",
-                // Scenarios on the PostgreSQL backend, and clusters of nodes on it.
-                "ParleyPostgres", "ParleyCluster",
+                // Scenarios on the PostgreSQL backend, and clusters of nodes on it (the client
+                // library resuming on another node, too).
+                "ParleyPostgres", "ParleyCluster", "ParleyClient",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

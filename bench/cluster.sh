@@ -4,6 +4,7 @@
 #   2. one node on PostgreSQL,
 #   3. three nodes on one PostgreSQL (a cluster), half the pairs with both clients on one node
 #      and half split across two nodes, run at the same time,
+#   4. the same three nodes with every pair split across two nodes (a cross-node message's own cost),
 # each with the shipped defaults that matter for cost (archive on, XEP-0198 with an <r/> after
 # every message, so each acknowledgement waits for the commit). Reports delivered msg/s, p50 and
 # p99 latency (cross-node against same-node in run 3), and CPU per 10k delivered messages spent
@@ -12,6 +13,7 @@
 #
 # Needs the release builds of parleyd and ParleyBench (make bench builds them) and PostgreSQL.
 # Knobs: PAIRS (per run; run 3 splits them) PHASE_SECONDS WINDOW THREADS WARMUP (seconds) KEEP_TMP
+# RUNS (which of 1 2 3 4 to run; 4 needs 3) PG_OPTIONS (more postgres -c settings, e.g. "-c log_min_duration_statement=20")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,14 +43,14 @@ chmod 755 "$tmp"
 mkdir -p "$tmp/postgres" && chown postgres "$tmp/postgres"
 runuser -u postgres -- "$pg_bin/initdb" -D "$tmp/postgres/data" -A trust -U parley -E UTF8 --locale=C > /dev/null
 runuser -u postgres -- "$pg_bin/pg_ctl" -D "$tmp/postgres/data" -l "$tmp/postgres/log" -w \
-    -o "-p $pg_port -k $tmp/postgres -c listen_addresses=127.0.0.1 -c max_connections=200" start > /dev/null
+    -o "-p $pg_port -k $tmp/postgres -c listen_addresses=127.0.0.1 -c max_connections=200 ${PG_OPTIONS:-}" start > /dev/null
 pg_pid=$(head -1 "$tmp/postgres/data/postmaster.pid")
 pg_url="postgres://parley@127.0.0.1:$pg_port/parley?sslmode=disable"
 runuser -u postgres -- "$pg_bin/createdb" -h 127.0.0.1 -p "$pg_port" -U parley parley
 
-# Run 3 uses accounts of its own: messages run 2 left in flight went to offline storage when
-# its node stopped, and would arrive in run 3 out of sequence.
-USERS=$((4 * PAIRS))
+# Runs 3 and 4 use accounts of their own: messages a run left in flight went to offline
+# storage when its node stopped, and would arrive in the next run out of sequence.
+USERS=$((6 * PAIRS))
 # The accounts: seeded in a SQLite file, copied into PostgreSQL by parleyd itself.
 mkdir -p "$tmp/seed"
 "$BENCH" seed-users --users "$USERS" --password "$PASSWORD" --sqlite "$tmp/seed/parley.sqlite" > /dev/null
@@ -90,12 +92,16 @@ pg_ticks() {
     live=$(ticks $(pgrep -P "$pg_pid" || true))
     echo $((total + live))
 }
+# Prints the load generator's RESULT lines; its other lines (progress, failures) go to stderr.
 messages() { # label port first-user pairs [peer-port]
-    local peer=()
+    local peer=() out status=0
     [ -n "${5:-}" ] && peer=(--peer-port "$5")
-    "$BENCH" messages --port "$2" --first-user "$3" --pairs "$4" --seconds "$PHASE_SECONDS" --window "$WINDOW" \
-        --phases throughput --warmup "${WARMUP:-1}" --threads "$THREADS" --password "$PASSWORD" --label "$1" --sm "${peer[@]}" \
-        || echo "cluster.sh: $1: messages lost, out of order or refused (see lost/disorder)" >&2
+    out=$("$BENCH" messages --port "$2" --first-user "$3" --pairs "$4" --seconds "$PHASE_SECONDS" --window "$WINDOW" \
+        --phases throughput --warmup "${WARMUP:-1}" --threads "$THREADS" --password "$PASSWORD" --label "$1" --sm "${peer[@]}") \
+        || status=$?
+    grep -v '^RESULT' <<< "$out" >&2 || true
+    grep '^RESULT' <<< "$out" || true
+    [ "$status" = 0 ] || echo "cluster.sh: $1: the load generator failed (status $status: a login refused, or a message lost, out of order or answered with an error, in the warm-up or the phase)" >&2
 }
 report() { # label RESULT-output node-ticks pg-ticks
     local line rate delivered p50 p99
@@ -108,8 +114,11 @@ report() { # label RESULT-output node-ticks pg-ticks
         "$(awk -v t="$4" -v n="$delivered" -v hz="$ticks_per_second" 'BEGIN { if (n > 0 && t != "") printf "%.3f", t / hz / n * 10000; else print "-" }')"
 }
 
+RUNS=${RUNS:-1 2 3 4}
+runs() { [[ " $RUNS " == *" $1 "* ]]; }
 rows=()
 # 1. One node, SQLite.
+if runs 1; then
 p1=$(free_port)
 node_config sqlite "$p1" ""
 mkdir -p "$tmp/sqlite/data" && cp "$tmp/seed/parley.sqlite" "$tmp/sqlite/data/parley.sqlite"
@@ -118,6 +127,7 @@ before=$(ticks "${node_pids[@]}")
 out=$(messages sqlite "$p1" 1 "$PAIRS")
 rows+=("$(report "1 node, SQLite" "$out" $(( $(ticks "${node_pids[@]}") - before )) "")")
 stop_nodes
+fi
 
 # 2. One node, PostgreSQL (the accounts copied in once; runs 2 and 3 share the database).
 pg_yaml="storage:
@@ -126,13 +136,16 @@ pg_yaml="storage:
 p2=$(free_port)
 node_config pg "$p2" "$pg_yaml"
 "$PARLEYD" storage copy --config "$tmp/pg/parleyd.yaml" --from-sqlite "$tmp/seed/parley.sqlite" > /dev/null
+if runs 2; then
 start_node pg "$p2"
 before=$(ticks "${node_pids[@]}"); pg_before=$(pg_ticks)
 out=$(messages postgresql "$p2" 1 "$PAIRS")
 rows+=("$(report "1 node, PostgreSQL" "$out" $(( $(ticks "${node_pids[@]}") - before )) $(( $(pg_ticks) - pg_before )))")
 stop_nodes
+fi
 
 # 3. Three nodes: half the pairs on node a alone, half with one client on node b and one on c.
+if runs 3; then
 ports=()
 for name in a b c; do
     port=$(free_port); ports+=("$port")
@@ -156,8 +169,15 @@ rows+=("$(report "3 nodes: cross-node half" "$cross" "" "")")
 rows+=("$(printf '%-28s | %8s %9s %8s %8s %5s %6s | %11s %11s' "3 nodes: both halves" "$total" "-" "-" "-" "-" "-" \
     "$(awk -v t="$node_cpu" -v n="$total" -v hz="$ticks_per_second" 'BEGIN { printf "%.3f", t / hz / n * 10000 }')" \
     "$(awk -v t="$pg_cpu" -v n="$total" -v hz="$ticks_per_second" 'BEGIN { printf "%.3f", t / hz / n * 10000 }')")")
-grep -h -v '^RESULT' "$tmp/same.out" "$tmp/cross.out" || true
+# 4. The same three nodes, every pair split across nodes b and c: what a cross-node message
+#    costs on its own (the capacity model's per-message figures).
+if runs 4; then
+    before=$(ticks "${node_pids[@]}"); pg_before=$(pg_ticks)
+    out=$(messages all-cross "${ports[1]}" $((4 * PAIRS + 1)) "$PAIRS" "${ports[2]}")
+    rows+=("$(report "3 nodes: all pairs cross-node" "$out" $(( $(ticks "${node_pids[@]}") - before )) $(( $(pg_ticks) - pg_before )))")
+fi
 stop_nodes
+fi
 
 echo
 echo "cluster benchmark: $PAIRS pairs per run, $PHASE_SECONDS s at full speed ($WINDOW in flight per direction), XEP-0198 on;"

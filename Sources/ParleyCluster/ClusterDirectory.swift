@@ -81,13 +81,14 @@ final class ClusterDirectory: Sendable {
         }
     }
 
-    func ended(node: String, sessionID: Int64, jid: String) {
+    /// `moved`: handed over to another node, where it goes on (rooms keep the occupant).
+    func ended(node: String, sessionID: Int64, jid: String, moved: Bool = false) {
         let removed: Entry? = entries.withLockedValue { entries in
             guard let entry = entries[jid], entry.node == node, entry.sessionID == sessionID else { return nil }
             entries[jid] = nil
             return entry
         }
-        if let removed { remove(removed) }
+        if let removed { remove(removed, ended: !moved) }
     }
 
     func nodeGone(_ gone: String) {
@@ -109,6 +110,11 @@ final class ClusterDirectory: Sendable {
                 for jid in lost { service.sessionEnded(jid) }
             }
         }
+    }
+
+    /// The sessions this node knows of on `node`, as last written.
+    func sessions(on node: String) -> [SessionHandle] {
+        entries.withLockedValue { entries in entries.values.filter { $0.node == node }.map(\.handle) }
     }
 
     /// Replaces the whole view with `rows` (the table as read after LISTEN started).

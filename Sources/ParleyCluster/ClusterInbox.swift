@@ -25,6 +25,7 @@ final class ClusterInbox: Sendable {
     private let client: PostgresClient
     private let host: ClusterHost
     private let writer: ClusterWriter
+    private let resumption: ClusterResumption
     private let logger: Logger
     /// Where stanzas other nodes forwarded to rooms held here go.
     private let rooms: ClusterRooms?
@@ -32,7 +33,11 @@ final class ClusterInbox: Sendable {
     private let state = NIOLockedValueBox((running: false, again: false))
     static let batchLimit = 500
 
-    init(node: String, client: PostgresClient, host: ClusterHost, writer: ClusterWriter, logger: Logger, rooms: ClusterRooms? = nil) {
+    init(
+        node: String, client: PostgresClient, host: ClusterHost, writer: ClusterWriter, resumption: ClusterResumption,
+        logger: Logger, rooms: ClusterRooms? = nil
+    ) {
+        self.resumption = resumption
         self.rooms = rooms
         self.node = node
         self.client = client
@@ -102,6 +107,16 @@ final class ClusterInbox: Sendable {
         for (row, stanza) in zip(rows, stanzas) {
             let target = try? JID(row.target)
             let session = target.flatMap { host.sessions.session($0) }.flatMap { $0.isRemote ? nil : $0 }
+            if row.kind == InboxKind.resumeRequest.rawValue {
+                resumption.handle(row.stanza, host: host)
+                done.append(row.id)
+                continue
+            }
+            if row.kind == InboxKind.resumeReply.rawValue {
+                resumption.answered(row.target, row.stanza, host: host)
+                done.append(row.id)
+                continue
+            }
             if row.kind == InboxKind.terminate.rawValue {
                 let parts = row.stanza.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
                 let condition = StreamErrorCondition(rawValue: String(parts[0])) ?? .conflict

@@ -77,9 +77,11 @@ struct ClusterLease: Sendable {
         return !rows.isEmpty
     }
 
-    /// Takes over every node whose lease ran out; returns their ids and the rooms they held,
-    /// now this node's.
-    func reapExpired() async throws -> (nodes: [String], rooms: [(service: String, room: String)]) {
+    /// Takes over every node whose lease ran out; returns their ids with what `departing`
+    /// kept of each (asked just before its takeover), and the rooms they held, now this node's.
+    func reapExpired<Kept: Sendable>(
+        departing: (String) -> Kept
+    ) async throws -> (nodes: [(node: String, kept: Kept)], rooms: [(service: String, room: String)]) {
         let node = node
         let logger = logger
         let seconds = timeoutSeconds
@@ -91,9 +93,11 @@ struct ClusterLease: Sendable {
                 """, logger: logger
             ).collect().map { try $0.decode(String.self) }
         }
-        var reaped: [String] = []
+        var reaped: [(node: String, kept: Kept)] = []
         var rooms: [(service: String, room: String)] = []
         for dead in expired {
+            // Before the takeover commits: its notice makes every node (this one too) forget them.
+            let kept = departing(dead)
             let domain = domain
             let won = try await PostgresTransactions.run(client, logger: logger) { connection -> [(service: String, room: String)]? in
                 let stillRegistered = try await connection.query(
@@ -113,7 +117,7 @@ struct ClusterLease: Sendable {
             }
             if let won {
                 logger.warning("cluster node's lease expired; took it over", metadata: ["node": "\(dead)", "rooms": "\(won.count)"])
-                reaped.append(dead)
+                reaped.append((dead, kept))
                 rooms += won
             }
         }

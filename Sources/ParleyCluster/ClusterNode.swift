@@ -34,6 +34,7 @@ public final class ClusterNode: ClusterMember {
     public let settings: Settings
     private let client: PostgresClient
     let writer: ClusterWriter
+    private let resumption: ClusterResumption
     private let logger: Logger
     private let parts = NIOLockedValueBox<Parts?>(nil)
     private let tasks = NIOLockedValueBox<[Task<Void, Never>]>([])
@@ -43,6 +44,7 @@ public final class ClusterNode: ClusterMember {
         self.client = storage.postgresClient
         self.logger = logger
         writer = ClusterWriter(node: settings.nodeID, client: storage.postgresClient, logger: logger)
+        resumption = ClusterResumption(node: settings.nodeID, writer: writer, logger: logger)
     }
 
     public var nodeID: String { settings.nodeID }
@@ -60,7 +62,9 @@ public final class ClusterNode: ClusterMember {
         let incarnation = try await lease.join()
         let directory = ClusterDirectory(node: nodeID, host: host, link: self)
         let rooms = ClusterRooms(node: nodeID, client: client, writer: writer, host: host, logger: logger)
-        let inbox = ClusterInbox(node: nodeID, client: client, host: host, writer: writer, logger: logger, rooms: rooms)
+        let inbox = ClusterInbox(
+            node: nodeID, client: client, host: host, writer: writer, resumption: resumption, logger: logger, rooms: rooms
+        )
         let parts = Parts(host: host, directory: directory, inbox: inbox, rooms: rooms, lease: lease, incarnation: incarnation)
         rooms.attachServices()
         let writer = writer
@@ -105,6 +109,8 @@ public final class ClusterNode: ClusterMember {
     public func localSessionChanged(_ session: SessionHandle) { writer.enqueue(.update(session)) }
     public func localSessionEnded(_ session: SessionHandle) { writer.enqueue(.end(session)) }
 
+    public func localSessionMoved(_ session: SessionHandle) { writer.enqueue(.move(session)) }
+
     public func forward(_ stanza: XMLElement, to session: SessionHandle) -> Task<Void, Never> {
         guard let node = session.node else { return Task {} }
         let (committed, done) = AsyncStream.makeStream(of: Void.self)
@@ -117,6 +123,11 @@ public final class ClusterNode: ClusterMember {
         guard let node = session.node else { return }
         writer.enqueue(
             .inbox(node: node, target: session.jidString, kind: .terminate, stanza: error.condition.rawValue + "\n" + (error.text ?? ""), done: nil))
+    }
+
+    public func takeOverSession(previd: String, user: String, accountID: Int64?, from nodes: [String]) async -> SessionTransfer? {
+        guard let host = parts.withLockedValue({ $0?.host }) else { return nil }
+        return await resumption.takeOver(previd: previd, user: user, accountID: accountID, domain: host.domain, from: nodes)
     }
 
     // MARK: Listening
@@ -163,10 +174,13 @@ public final class ClusterNode: ClusterMember {
             } else {
                 parts.directory.apply(entry)
             }
-        case .ended(let node, let sessionID, let jid):
-            parts.directory.ended(node: node, sessionID: sessionID, jid: jid)
+        case .ended(let node, let sessionID, let jid, let moved):
+            parts.directory.ended(node: node, sessionID: sessionID, jid: jid, moved: moved)
         case .nodeGone(let node):
-            if node != nodeID { parts.directory.nodeGone(node) }
+            if node != nodeID {
+                parts.directory.nodeGone(node)
+                resumption.nodeGone(node)
+            }
             parts.rooms.nodeGone(node)
         case .inbox(let node):
             if node == nodeID { parts.inbox.wake() }
@@ -225,8 +239,10 @@ public final class ClusterNode: ClusterMember {
                     }
                     incarnation = try await parts.lease.join()
                 }
-                let reaped = try await parts.lease.reapExpired()
+                let reaped = try await parts.lease.reapExpired { parts.directory.sessions(on: $0) }
                 parts.rooms.adoptTaken(reaped.rooms)
+                // This node won the takeover, so it alone says the dead node's sessions are gone.
+                for (_, sessions) in reaped.nodes where !sessions.isEmpty { parts.host.sessionsLost(sessions) }
                 // A safety net for a wake-up lost while the channel was being re-established.
                 parts.inbox.wake()
             } catch {

@@ -8,8 +8,9 @@ import ParleyServer
 enum ClusterNotice: Equatable {
     /// A session's directory entry, as written (bind or change).
     case session(SessionEntry)
-    /// A session left the directory.
-    case ended(node: String, sessionID: Int64, jid: String)
+    /// A session left the directory. `moved`: it was handed over to another node (XEP-0198
+    /// resumption there), so it goes on: hosted services must not see it leave.
+    case ended(node: String, sessionID: Int64, jid: String, moved: Bool = false)
     /// A node left the cluster (stopped, or taken for dead): all its sessions are gone.
     case nodeGone(String)
     /// Stanzas wait in this node's inbox.
@@ -54,10 +55,10 @@ enum ClusterNotice: Equatable {
                     jid: String(fields[7]), node: String(fields[1]), sessionID: sessionID, accountID: Int64(fields[3]),
                     version: version, available: fields[4] == "1", priority: priority, flags: flags, notify: String(lines[1]),
                     presenceText: presence.isEmpty ? nil : presence, presenceOmitted: presence == "\u{1}"))
-        case "e":
+        case "e", "m":
             let fields = rest.split(separator: "|", maxSplits: 2, omittingEmptySubsequences: false)
             guard fields.count == 3, let sessionID = Int64(fields[1]) else { return nil }
-            return .ended(node: String(fields[0]), sessionID: sessionID, jid: String(fields[2]))
+            return .ended(node: String(fields[0]), sessionID: sessionID, jid: String(fields[2]), moved: kind == "m")
         case "x":
             return .nodeGone(String(rest))
         case "i":
@@ -87,9 +88,16 @@ struct SessionEntry: Equatable, Sendable {
     /// The notice left the presence out (too large for NOTIFY): read the row.
     var presenceOmitted = false
 
-    /// The PEP nodes it wants notifications of, as stored: separated by U+0002, which no
-    /// node name holds.
-    var notifyText: String { view.notifyNodes.sorted().joined(separator: "\u{2}") }
+    /// The PEP nodes it wants notifications of, as stored (the `notify` column and the
+    /// notice's second line): separated by U+0002, which no node name holds; then, after a
+    /// U+0003 if there are any, the recipients of its directed presence, separated the same
+    /// way (JIDs hold no control characters). One field for both keeps the table and the
+    /// notices of nodes that know nothing of directed presence as they were.
+    var notifyText: String {
+        let nodes = view.notifyNodes.sorted().joined(separator: "\u{2}")
+        guard !view.directedPresence.isEmpty else { return nodes }
+        return nodes + "\u{3}" + view.directedPresence.map(\.description).sorted().joined(separator: "\u{2}")
+    }
 
     init(
         jid: String, node: String, sessionID: Int64, accountID: Int64?, version: Int64, available: Bool, priority: Int8,
@@ -103,10 +111,12 @@ struct SessionEntry: Equatable, Sendable {
         self.presenceText = presenceOmitted ? nil : presenceText
         self.presenceOmitted = presenceOmitted
         let presence = self.presenceText.flatMap(StoredStanza.parse)
+        let parts = notify.split(separator: "\u{3}", maxSplits: 1, omittingEmptySubsequences: false)
+        let directed = parts.count > 1 ? parts[1].split(separator: "\u{2}").compactMap { try? JID(String($0)) } : []
         view = SessionPresence.ClusterView(
             isAvailable: available, priority: priority, lastPresence: presence,
             flags: SessionPresence.ClusterView.Flags(rawValue: flags),
-            notifyNodes: Set(notify.split(separator: "\u{2}").map(String.init)))
+            notifyNodes: Set(parts[0].split(separator: "\u{2}").map(String.init)), directedPresence: Set(directed))
     }
 
     /// A local session's entry as it is now.

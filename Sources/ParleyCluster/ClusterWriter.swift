@@ -20,6 +20,8 @@ final class ClusterWriter: Sendable {
         case update(SessionHandle)
         /// Removes the session's entry, if it is still this session's.
         case end(SessionHandle)
+        /// As `end`, for a session handed over to another node (its notice says so).
+        case move(SessionHandle)
         /// A stanza for `target` (a full JID) into `node`'s inbox.
         case inbox(node: String, target: String, kind: InboxKind, stanza: String, done: (@Sendable () -> Void)?)
         /// Inbox rows this node has delivered.
@@ -152,7 +154,7 @@ final class ClusterWriter: Sendable {
         var members: [(service: String, room: String, jid: String, node: String, data: String?)] = []
         for operation in batch {
             switch operation {
-            case .bind(let session), .end(let session):
+            case .bind(let session), .end(let session), .move(let session):
                 directory.append((operation, SessionEntry(local: session, node: node)))
                 seen.remove(session.id)
             case .update(let session):
@@ -241,8 +243,9 @@ final class ClusterWriter: Sendable {
                 SELECT pg_notify('parley_cluster', 's|' || version || '|' || \(tail)) FROM s
                 """, logger: logger
             ).collect()
-        case .end:
-            let payload = "e|\(entry.node)|\(entry.sessionID)|\(entry.jid)"
+        case .end, .move:
+            let kind = if case .move = operation { "m" } else { "e" }
+            let payload = "\(kind)|\(entry.node)|\(entry.sessionID)|\(entry.jid)"
             _ = try await connection.query(
                 """
                 WITH d AS (
@@ -266,6 +269,12 @@ enum InboxKind: Int16, Sendable {
     case terminate = 1
     /// A stanza for a room (`target`, its bare JID) this node holds, `from` its sender.
     case room = 2
+    /// Hand over a resumable session (XEP-0198) to the node whose client resumes it:
+    /// `stanza` holds `ResumeRequest`'s lines. `target` is the account's bare JID.
+    case resumeRequest = 3
+    /// The answer to a `resumeRequest`: `target` is the request's id, `stanza` the
+    /// `SessionTransfer` as XML, or empty if the node does not hold the session.
+    case resumeReply = 4
 }
 
 enum PostgresTransactions {

@@ -58,6 +58,9 @@ import Testing
 
     @Test func theOtherNotices() {
         #expect(ClusterNotice.parse("e|node-b|17|bob@localhost/x|y") == .ended(node: "node-b", sessionID: 17, jid: "bob@localhost/x|y"))
+        // A session handed over to another node (XEP-0198 resumption there) is not over.
+        #expect(
+            ClusterNotice.parse("m|node-b|17|bob@localhost/x") == .ended(node: "node-b", sessionID: 17, jid: "bob@localhost/x", moved: true))
         #expect(ClusterNotice.parse("x|node-b") == .nodeGone("node-b"))
         #expect(ClusterNotice.parse("i|node-c") == .inbox(node: "node-c"))
         #expect(ClusterNotice.parse("o|alice") == .offline(user: "alice"))

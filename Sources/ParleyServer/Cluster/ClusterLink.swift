@@ -15,11 +15,18 @@ public protocol ClusterLink: AnyObject, Sendable {
     func localSessionChanged(_ session: SessionHandle)
     /// A local session ended and left routing.
     func localSessionEnded(_ session: SessionHandle)
+    /// A local session left routing here because another node took it over (XEP-0198
+    /// resumption there): it has not ended, so rooms keep it as an occupant.
+    func localSessionMoved(_ session: SessionHandle)
     /// Hands `stanza` to a session on another node. The task completes once the stanza is
     /// committed to that node's inbox: a sender's acknowledgement waits for it.
     func forward(_ stanza: XMLElement, to session: SessionHandle) -> Task<Void, Never>
     /// Ends a session on another node (a login elsewhere replaced it).
     func terminate(_ session: SessionHandle, _ error: StreamError)
+    /// A client resumes (XEP-0198) a session this node does not hold: asks `nodes` (those
+    /// holding sessions of its account) for it; the one that has it hands it over. nil if
+    /// none does (or none answers in time).
+    func takeOverSession(previd: String, user: String, accountID: Int64?, from nodes: [String]) async -> SessionTransfer?
 }
 
 extension SessionPresence {
@@ -32,6 +39,9 @@ extension SessionPresence {
         public var flags: Flags
         /// PEP nodes the session wants notifications of (XEP-0163 §4.3.3).
         public var notifyNodes: Set<String>
+        /// Recipients of its directed presence (RFC 6121 §4.6.3): if its node dies, the node
+        /// that takes it over tells them it is unavailable.
+        public var directedPresence: Set<JID>
 
         public struct Flags: OptionSet, Sendable, Equatable {
             public let rawValue: Int32
@@ -41,8 +51,12 @@ extension SessionPresence {
             public static let blocklistPushes = Flags(rawValue: 4)
         }
 
-        public init(isAvailable: Bool, priority: Int8, lastPresence: XMLElement?, flags: Flags, notifyNodes: Set<String> = []) {
+        public init(
+            isAvailable: Bool, priority: Int8, lastPresence: XMLElement?, flags: Flags, notifyNodes: Set<String> = [],
+            directedPresence: Set<JID> = []
+        ) {
             self.notifyNodes = notifyNodes
+            self.directedPresence = directedPresence
             self.isAvailable = isAvailable
             self.priority = priority
             self.lastPresence = lastPresence
@@ -57,7 +71,8 @@ extension SessionPresence {
             if wantsRosterPushes { flags.insert(.rosterPushes) }
             if wantsBlocklistPushes { flags.insert(.blocklistPushes) }
             return ClusterView(
-                isAvailable: isAvailable, priority: priority, lastPresence: lastPresence, flags: flags, notifyNodes: notifyNodes)
+                isAvailable: isAvailable, priority: priority, lastPresence: lastPresence, flags: flags, notifyNodes: notifyNodes,
+                directedPresence: directedPresence)
         }
         set {
             isAvailable = newValue.isAvailable
@@ -67,6 +82,7 @@ extension SessionPresence {
             wantsRosterPushes = newValue.flags.contains(.rosterPushes)
             wantsBlocklistPushes = newValue.flags.contains(.blocklistPushes)
             notifyNodes = newValue.notifyNodes
+            directedPresence = newValue.directedPresence
         }
     }
 }

@@ -33,13 +33,23 @@ public struct ClusterHost: Sendable {
     /// The node's hosted services: they hear of sessions that end on other nodes too, and
     /// those with entities on one node at a time (`PlacedService`) get a placement.
     public let hostedServices: [any HostedService]
+    /// A client resuming on another node asks for one of this node's resumable sessions
+    /// (previd, user, account id): it is handed over if this node holds it.
+    public let handOver: @Sendable (String, String, Int64?) async -> SessionHandOver?
+    /// Sessions of a node that died, as this node (the one that took the node over) last
+    /// knew them: their contacts and directed-presence recipients get unavailable presence.
+    public let sessionsLost: @Sendable ([SessionHandle]) -> Void
 
     public init(
         domain: JID, sessions: SessionRegistry, router: StanzaRouter, eventLoop: any EventLoop, logger: Logger,
         offlineStored: @escaping @Sendable (JID) -> Void = { _ in }, blocking: BlockingModule? = nil,
-        offline: OfflineModule? = nil, hostedServices: [any HostedService] = []
+        offline: OfflineModule? = nil, hostedServices: [any HostedService] = [],
+        handOver: @escaping @Sendable (String, String, Int64?) async -> SessionHandOver? = { _, _, _ in nil },
+        sessionsLost: @escaping @Sendable ([SessionHandle]) -> Void = { _ in }
     ) {
         self.hostedServices = hostedServices
+        self.handOver = handOver
+        self.sessionsLost = sessionsLost
         self.offline = offline
         self.blocking = blocking
         self.offlineStored = offlineStored

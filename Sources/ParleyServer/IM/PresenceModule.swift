@@ -187,6 +187,14 @@ public final class PresenceModule: ServerModule {
 
     // MARK: Session end (§4.5.2: unavailable however the session ended)
 
+    /// Sessions of a cluster node that died, as this node last knew them: their contacts,
+    /// other resources and directed-presence recipients get the unavailable presence the
+    /// dead node can no longer send (§4.5.2, §4.6.3). Only the node that took the dead one
+    /// over calls this, so each recipient hears it once.
+    public func remoteSessionsLost(_ lost: [SessionHandle]) {
+        for session in lost { _ = enqueue(for: session.jid) { await self.sessionEnded(session) } }
+    }
+
     private func sessionEnded(_ session: SessionHandle) async {
         let (wasAvailable, directed) = session.withPresence { state -> (Bool, Set<JID>) in
             let result = (state.isAvailable, state.directedPresence)
@@ -203,7 +211,8 @@ public final class PresenceModule: ServerModule {
                 guard let contact = try? JID(item.contact) else { continue }
                 send(unavailable, from: session.jid, toAccount: contact)
             }
-            for other in sessions.sessions(of: user) where other.isAvailable {
+            // Not to the rest of a dead node's sessions: they are gone with it.
+            for other in sessions.sessions(of: user) where other.isAvailable && (other.node == nil || other.node != session.node) {
                 var copy = unavailable
                 copy.to = other.jid.description
                 other.deliver(copy)

@@ -48,7 +48,8 @@ public final class SessionRegistry: Sendable {
         return conflict
     }
 
-    public func unbind(_ handle: SessionHandle) {
+    /// `moved`: the session goes on on another node of the cluster (handed over).
+    public func unbind(_ handle: SessionHandle, moved: Bool = false) {
         let bare = handle.jid.bare
         accounts.withLockedValue { accounts in
             guard let resource = handle.jid.resourcepart, accounts[bare]?[resource] == handle else { return }
@@ -57,7 +58,9 @@ public final class SessionRegistry: Sendable {
         }
         // Told even when another login took the resource meanwhile: the cluster removes only
         // this session's own entry.
-        if !handle.isRemote, let cluster = handle.cluster { cluster.localSessionEnded(handle) }
+        if !handle.isRemote, let cluster = handle.cluster {
+            if moved { cluster.localSessionMoved(handle) } else { cluster.localSessionEnded(handle) }
+        }
     }
 
     /// A session on another node, as the cluster learned of it: it takes the resource from

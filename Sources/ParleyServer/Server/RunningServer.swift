@@ -151,14 +151,6 @@ public final class RunningServer: Sendable {
         let router = StanzaRouter(domain: domain, sessions: sessions, modules: registry, policy: blocking, logger: logger, requests: requests,
             hosted: hosted)
         try await hosted.start(router: router, storage: storage)
-        if let cluster {
-            sessions.attach(cluster)
-            try await cluster.start(
-                ClusterHost(
-                    domain: domain, sessions: sessions, router: router, eventLoop: group.next(), logger: logger,
-                    offlineStored: { offline.deliverIfAvailable($0) }, blocking: blocking, offline: offline,
-                    hostedServices: hostedServices))
-        }
         let limits = configuration.limits
         let context = try ServerContext(
             policy: policy, sessions: sessions, router: router, accounts: storage, registration: registration, tls: tls,
@@ -167,6 +159,17 @@ public final class RunningServer: Sendable {
             metrics: metrics, events: events, streamFeatures: registry.streamFeatures + [disco.serverCapabilities.streamFeature],
             logger: logger,
             archive: configuration.archive.enabled ? archive : nil)
+        // After the context: a session handed over to another node leaves its resumption registry.
+        if let cluster {
+            sessions.attach(cluster)
+            try await cluster.start(
+                ClusterHost(
+                    domain: domain, sessions: sessions, router: router, eventLoop: group.next(), logger: logger,
+                    offlineStored: { offline.deliverIfAvailable($0) }, blocking: blocking, offline: offline,
+                    hostedServices: hostedServices,
+                    handOver: { await context.handOverSession(previd: $0, user: $1, accountID: $2) },
+                    sessionsLost: { presence.remoteSessionsLost($0) }))
+        }
 
         let tracker = ConnectionTracker()
         var listeners: [any Channel] = []

@@ -39,7 +39,7 @@ extension C2SSessionHandler {
     /// next messages join the same group commit; answers leave in the order asked for.
     func deferAcknowledgement(h: UInt32, rows: ClosedRange<UInt64>, archive: ArchiveWriter) {
         guard let context else { return }
-        deferredAcknowledgements.append((h, rows))
+        deferredAcknowledgements.append((h, rows, nil))
         let loop = context.eventLoop
         let loopBound = NIOLoopBound(self, eventLoop: loop)
         archive.whenWritten(rows.upperBound) {
@@ -53,10 +53,14 @@ extension C2SSessionHandler {
 
     /// Sends the waiting answers whose rows are committed, oldest first, stopping at the
     /// first still pending; rows given up on end the stream instead (nothing may claim them).
-    func answerDeferredAcknowledgements(_ archive: ArchiveWriter) {
+    func answerDeferredAcknowledgements(_ archive: ArchiveWriter?) {
         var answered = false
         while let first = deferredAcknowledgements.first {
-            if let rows = first.rows {
+            if let ticket = first.forwards, unfinishedForwards.contains(ticket) {
+                if answered { scheduleFlush() }
+                return
+            }
+            if let rows = first.rows, let archive {
                 switch archive.outcome(of: rows) {
                 case .pending:
                     if answered { scheduleFlush() }

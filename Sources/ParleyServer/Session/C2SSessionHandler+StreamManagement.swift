@@ -53,13 +53,13 @@ extension C2SSessionHandler {
     private func answerAcknowledgementRequest(_ session: BoundSession) {
         switch session.durableInbound() {
         case .durable(let h):
-            guard deferredAcknowledgements.isEmpty, let archive = server.archive else {
+            guard !deferredAcknowledgements.isEmpty else {
                 write(.element(StreamManagementXML.answer(h)))
                 return scheduleFlush()
             }
             // Behind earlier answers still waiting: `h` never goes backwards on the wire.
-            deferredAcknowledgements.append((h, nil))
-            answerDeferredAcknowledgements(archive)
+            deferredAcknowledgements.append((h, nil, nil))
+            answerDeferredAcknowledgements(server.archive)
         case .pending(let rows):
             guard let archive = server.archive else { return }
             deferAcknowledgement(h: session.inboundCount, rows: rows, archive: archive)
@@ -130,12 +130,14 @@ extension C2SSessionHandler {
         }
         guard let user = authenticatedUser else { return }
         guard let session = server.resumption.session(previd), session.user == user, session.accountID == authenticatedAccountID else {
+            // Not here: in a cluster it may be on the node the client was on before.
+            if server.resumption.tombstone(previd) == nil, resumeFromAnotherNode(previd, h: h, user: user) { return }
             return refuseResumption(previd, user: user)
         }
         resume(session, previd: previd, h: h)
     }
 
-    private func resume(_ session: BoundSession, previd: String, h: UInt32) {
+    func resume(_ session: BoundSession, previd: String, h: UInt32) {
         guard let context, let user = authenticatedUser else { return }
         switch session.resume(by: attachment(context), h: h) {
         case .gone:
@@ -170,7 +172,7 @@ extension C2SSessionHandler {
     /// `<failed/>` for a session that is gone (XEP-0198 §5). Only the session's own user
     /// learns how far it got, and only once what that `h` counts is stored; if some of it
     /// could not be, there is no `h`, and the client resends everything it has not seen acknowledged.
-    private func refuseResumption(_ previd: String, user: String) {
+    func refuseResumption(_ previd: String, user: String) {
         guard let tombstone = server.resumption.tombstone(previd), tombstone.user == user, tombstone.accountID == authenticatedAccountID
         else {
             return send(StreamManagementXML.failed(.itemNotFound))

@@ -68,8 +68,17 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// oldest first (`C2SSessionHandler+ArchiveDurability`).
     var archiveUnconfirmed: [UInt64] = []
     /// XEP-0198 answers waiting for archive commits, in the order they were asked for: the
-    /// `h` each reports, and the rows it covers (`C2SSessionHandler+ArchiveDurability`).
-    var deferredAcknowledgements: [(h: UInt32, rows: ClosedRange<UInt64>?)] = []
+    /// `h` each reports, the rows it covers (`C2SSessionHandler+ArchiveDurability`), and the
+    /// ticket of the `pendingDurability` it waits for (`C2SSessionHandler+ForwardDurability`).
+    var deferredAcknowledgements: [(h: UInt32, rows: ClosedRange<UInt64>?, forwards: Int?)] = []
+    /// Tickets of acknowledgements whose `pendingDurability` is not all done yet.
+    var unfinishedForwards: Set<Int> = []
+    var nextForwardsTicket = 0
+    /// Bumped whenever `pendingDurability` is taken whole, so a wait that finishes later
+    /// does not prune the newer tasks in it.
+    var durabilityGeneration = 0
+    /// How many finished tasks were taken off the front of `pendingDurability` in this generation.
+    var pendingDurabilityPruned = 0
     /// Reading is off because many stanzas wait behind work in flight (storage commits):
     /// a bound client sending faster than storage keeps up is slowed by TCP, not cut off.
     private var heldForWork = false
@@ -247,6 +256,7 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .bound(let handle):
             let isMessage = element.name == "message" && element.namespace == XMLNamespace.client
             if !pendingDurability.isEmpty, !isMessage {
+                if isAcknowledgementRequest(element), let session = boundSession { return acknowledgeAfterPendingWork(session) }
                 // Anything that could be an answer or an acknowledgement waits until the
                 // messages before it are durable; consecutive messages share group commits.
                 suspendedEvents.pushFront(.stanza(element))
@@ -274,6 +284,8 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     func waitForDurability() {
         let waits = pendingDurability
         pendingDurability = []
+        durabilityGeneration += 1
+        pendingDurabilityPruned = 0
         suspend({
             for wait in waits { await wait.value }
         }) { _ in }

@@ -14,7 +14,7 @@ import ParleyCore
 /// State is behind a lock, so the session may move between event loops on resumption;
 /// writes always happen on the attached handler's own loop.
 final class BoundSession: Sendable {
-    private struct State: Sendable {
+    struct State: Sendable {
         var handle: SessionHandle?
         var attachment: Attachment?
         var management: Management?
@@ -35,8 +35,8 @@ final class BoundSession: Sendable {
     let user: String
     let accountID: Int64?
     private let start = NIODeadline.now()
-    private let state: NIOLockedValueBox<State>
-    private let endedPromise: EventLoopPromise<Void>
+    let state: NIOLockedValueBox<State>
+    let endedPromise: EventLoopPromise<Void>
 
     init(server: ServerContext, user: String, accountID: Int64? = nil, attachment: Attachment) {
         self.server = server
@@ -118,7 +118,7 @@ final class BoundSession: Sendable {
     }
 
     /// Checks the archive's progress without waiting; forgets what it found committed.
-    private static func durability(of management: inout Management, archive: ArchiveWriter?) -> Durability {
+    static func durability(of management: inout Management, archive: ArchiveWriter?) -> Durability {
         if let span = management.unconfirmedArchive, let archive {
             switch archive.outcome(of: span) {
             case .pending: return .pending(span)
@@ -258,7 +258,7 @@ final class BoundSession: Sendable {
 
     /// The connection is gone (detached or resumed elsewhere): what waited joins the
     /// stanzas to resend, and the next connection starts out active, as any new stream does.
-    private static func requeueWaiting(in state: inout State) {
+    static func requeueWaiting(in state: inout State) {
         state.inactive = false
         guard state.management != nil, !state.waiting.isEmpty else { return }
         for stanza in state.waiting.drain() { state.management!.queue.append(Unacked(stanza: stanza)) }

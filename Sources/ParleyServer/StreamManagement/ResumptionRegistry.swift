@@ -47,6 +47,14 @@ final class ResumptionRegistry: Sendable {
         }
     }
 
+    /// The session moved to another node of the cluster: no tombstone, so a later `<resume/>`
+    /// here asks the cluster again rather than learning a final `h` that is no longer final.
+    func forget(_ id: String, _ session: BoundSession) {
+        state.withLockedValue { state in
+            if state.live[id] === session { state.live[id] = nil }
+        }
+    }
+
     var all: [BoundSession] {
         state.withLockedValue { Array($0.live.values) }
     }
