@@ -100,7 +100,7 @@ record() { # name.size RESULT-lines
     local line phase key
     while read -r line; do
         phase=$(field "$line" phase)
-        for key in seconds joined complete errors rss_login_kib rss_joined_kib kib_per_occupant rate message_rate \
+        for key in seconds joined complete errors rss_login_kib rss_joined_kib kib_per_occupant anon_kib_per_occupant rate message_rate \
             p50_ms p99_ms max_ms cpu_us client_cpu_us lost dup stray cpu_s client_cpu_s; do
             result[$1.$phase.$key]=$(field "$line" "$key")
         done
@@ -148,8 +148,9 @@ ok() { [[ " $failed " != *" $1 "* && " $failed " != *" ${1%%.*}-start "* ]]; }
 echo
 echo "MUC benchmark: one room per size; $SENDERS senders, $PHASE_SECONDS s per phase; full speed with $WINDOW" \
     "messages in flight per sender; fixed rate $RATE messages/s; CPU = server user+system µs per delivery" \
-    "(a message to N occupants is N deliveries); KiB/occ = server RSS in the room minus logged in, per occupant"
-printf '%-8s %5s | %8s %8s | %9s %8s %8s | %8s %8s %8s | %5s %4s | %s\n' server occ 'join_s' 'KiB/occ' 'deliv/s' \
+    "(a message to N occupants is N deliveries); KiB/occ = server RSS in the room minus logged in, per occupant;" \
+    "anon = the same for anonymous memory only (RssAnon: heap and stacks, not the executable's pages)"
+printf '%-8s %5s | %8s %8s %6s | %9s %8s %8s | %8s %8s %8s | %5s %4s | %s\n' server occ 'join_s' 'KiB/occ' anon 'deliv/s' \
     p99_ms 'cpu_µs' '@rate p50' p99_ms 'cpu_µs' lost dup status
 for name in $SERVERS; do
     for size in $ROOM_SIZES; do
@@ -158,8 +159,8 @@ for name in $SERVERS; do
         dup=$(( ${result[$k.throughput.dup]:-0} + ${result[$k.rate.dup]:-0} ))
         status=ok
         ok "$k" || status=FAILED
-        printf '%-8s %5s | %8s %8s | %9s %8s %8s | %8s %8s %8s | %5s %4s | %s\n' "$name" "$size" \
-            "$(get "$k.join.seconds")" "$(get "$k.join.kib_per_occupant")" "$(get "$k.throughput.rate")" \
+        printf '%-8s %5s | %8s %8s %6s | %9s %8s %8s | %8s %8s %8s | %5s %4s | %s\n' "$name" "$size" \
+            "$(get "$k.join.seconds")" "$(get "$k.join.kib_per_occupant")" "$(get "$k.join.anon_kib_per_occupant")" "$(get "$k.throughput.rate")" \
             "$(get "$k.throughput.p99_ms")" "$(get "$k.throughput.cpu_us")" "$(get "$k.rate.p50_ms")" \
             "$(get "$k.rate.p99_ms")" "$(get "$k.rate.cpu_us")" "$lost" "$dup" "$status"
     done
@@ -182,6 +183,8 @@ for size in $ROOM_SIZES; do
         echo "100 occupants: parleyd p99 at $RATE messages/s: $v ms (target <= 5 ms: $(verdict "$v <= 5"))"
         v=${result[$p.join.kib_per_occupant]}
         echo "100 occupants: parleyd memory per occupant: $v KiB (target <= 4 KiB: $(verdict "$v <= 4"))"
+        v=${result[$p.join.anon_kib_per_occupant]}
+        echo "100 occupants: parleyd anonymous memory per occupant: $v KiB (target <= 4 KiB: $(verdict "$v <= 4"))"
     fi
     if [ "$size" = 1000 ]; then
         v=${result[$p.join.seconds]}
@@ -200,7 +203,8 @@ for size in $ROOM_SIZES; do
             echo "$size occupants: parleyd_before/ejabberd server CPU per delivery, $phase: $(ratio "${result[$b.$phase.cpu_us]}" "${result[$e.$phase.cpu_us]}")"
         fi
     done
-    echo "$size occupants: KiB per occupant, parleyd ${result[$p.join.kib_per_occupant]}, parleyd_before ${result[$b.join.kib_per_occupant]}"
+    echo "$size occupants: KiB per occupant, parleyd ${result[$p.join.kib_per_occupant]}, parleyd_before ${result[$b.join.kib_per_occupant]};" \
+        "anonymous only, parleyd ${result[$p.join.anon_kib_per_occupant]}, parleyd_before ${result[$b.join.anon_kib_per_occupant]}"
 done
 if [ -n "$failed" ]; then
     echo "muc.sh: failed:$failed" >&2

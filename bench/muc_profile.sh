@@ -6,6 +6,12 @@
 #   perf   attaches `perf record -g` (PERF_FREQ samples/s, 1999) for SECONDS-5 s of it;
 #   strace attaches `strace -c -f` for SECONDS-5 s of it;
 #   mem    reads glibc's malloc_stats() through gdb after the logins and after the fill;
+#   smaps  saves /proc/PID/smaps after the logins and after the fill (OUT/smaps-*-PID), each
+#          after 8 s of quiet, for a diff of which mappings grew (heap arenas, stacks, code);
+#   fill   attaches `perf record -g` for the fill of the room only (from the end of the logins'
+#          settle to the last self-presence), for where the N² presence stanzas' time goes;
+#   anon   prints the lowest RssAnon (heap and stacks, not code) over 5 s of quiet after the
+#          logins and after the fill (SETTLE must be 11 or more), and the difference per occupant;
 #   none   only runs it.
 # Output files go to OUT (/tmp). SETTLE: seconds of quiet before each RSS reading (2).
 set -euo pipefail
@@ -33,14 +39,45 @@ if [ "$MODE" = mem ]; then
     until [ "$(ss -Htn state established "( sport = :$port )" | wc -l)" -ge "$N" ]; do sleep 0.5; done
     sleep 4
     echo "--- logged in: rss $(awk '/VmRSS/ {print $2}' /proc/$server_pid/status) KiB"
+    grep -E '^(Rss|Pss_Anon|Pss_File)' /proc/$server_pid/smaps_rollup | tr '\n' ' '; echo
     gdb -p "$server_pid" -batch -ex 'call (int)malloc_trim(0)' -ex 'call (void)malloc_stats()' > /dev/null 2>&1
-    echo "--- rss after trim $(awk '/VmRSS/ {print $2}' /proc/$server_pid/status) KiB"
+    echo "--- rss after trim $(awk '/VmRSS/ {print $2}' /proc/$server_pid/status) KiB"; grep -E '^(Rss|Pss_Anon|Pss_File)' /proc/$server_pid/smaps_rollup | tr '\n' ' '; echo
 fi
-until grep -q 'entered' "$out" 2>/dev/null; do sleep 0.5; done
+if [ "$MODE" = smaps ]; then
+    until [ "$(ss -Htn state established "( sport = :$port )" | wc -l)" -ge "$N" ]; do sleep 0.5; done
+    sleep 8; cp /proc/$server_pid/smaps $OUT/smaps-login-$$
+fi
+lowest_anon() { # seconds: the lowest RssAnon over that long, read every 0.25 s
+    local low=999999999 v i
+    for ((i = 0; i < $1 * 4; i++)); do
+        v=$(awk '/RssAnon/ {print $2}' /proc/$server_pid/status); [ "$v" -lt "$low" ] && low=$v; sleep 0.25
+    done
+    echo "$low"
+}
+if [ "$MODE" = anon ]; then
+    until [ "$(ss -Htn state established "( sport = :$port )" | wc -l)" -ge "$N" ]; do sleep 0.2; done
+    sleep 5; anon_login=$(lowest_anon 5)
+fi
+if [ "$MODE" = fill ]; then
+    until [ "$(ss -Htn state established "( sport = :$port )" | wc -l)" -ge "$N" ]; do sleep 0.2; done
+    sleep $(( ${SETTLE:-2} - 1 ))
+    perf record -F ${PERF_FREQ:-1999} -g -p "$server_pid" -o $OUT/perf-fill-$$.data > /dev/null 2>&1 &
+    perf_pid=$!
+fi
+until grep -q 'entered' "$out" 2>/dev/null; do sleep 0.2; done
+if [ "$MODE" = fill ]; then kill -INT $perf_pid; wait $perf_pid || true; echo "perf data: $OUT/perf-fill-$$.data"; fi
+if [ "$MODE" = anon ]; then
+    sleep 5; anon_joined=$(lowest_anon 5)
+    echo "RssAnon: $anon_login KiB logged in, $anon_joined KiB in the room: $(( (anon_joined - anon_login) * 10 / N )) / 10 KiB per occupant"
+fi
+if [ "$MODE" = smaps ]; then sleep 8; cp /proc/$server_pid/smaps $OUT/smaps-joined-$$; echo "smaps: $OUT/smaps-{login,joined}-$$"; fi
 if [ "$MODE" = mem ]; then
     echo "--- joined: rss $(awk '/VmRSS/ {print $2}' /proc/$server_pid/status) KiB"
+    grep -E '^(Rss|Pss_Anon|Pss_File)' /proc/$server_pid/smaps_rollup | tr '\n' ' '; echo
     gdb -p "$server_pid" -batch -ex 'call (int)malloc_trim(0)' -ex 'call (void)malloc_stats()' > /dev/null 2>&1
-    echo "--- rss after trim $(awk '/VmRSS/ {print $2}' /proc/$server_pid/status) KiB"
+    echo "--- rss after trim $(awk '/VmRSS/ {print $2}' /proc/$server_pid/status) KiB"; grep -E '^(Rss|Pss_Anon|Pss_File)' /proc/$server_pid/smaps_rollup | tr '\n' ' '; echo
+    sleep 10; echo "--- 10 s later: rss $(awk '/VmRSS/ {print $2}' /proc/$server_pid/status) KiB"
+    grep -E '^(Rss|Pss_Anon|Pss_File)' /proc/$server_pid/smaps_rollup | tr '\n' ' '; echo
     sleep 1; grep -A3 '^Total' "$tmp/parleyd/out.log" || tail -30 "$tmp/parleyd/out.log"
 fi
 sleep 2

@@ -29,7 +29,7 @@ extension MUCRoom {
         if Self.isHistoric(message) { history.append(message, limit: historyLimit) }
         // The copies differ only in `to`: the rest is serialized once for all of them.
         let shared = XMLStanzaTemplate(message, context: .clientStream)
-        for to in recipients.toAttributes(nickBySession.keys) { out.append(shared.instance(to)) }
+        for to in recipients.toAttributes(recipientsBySession.values) { out.append(shared.instance(to)) }
         return message
     }
 

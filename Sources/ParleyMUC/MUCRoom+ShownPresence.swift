@@ -32,11 +32,10 @@ extension MUCRoom {
 
     /// Every occupant's presence to `session`, which sees real JIDs or not, except `nick`'s
     /// (the newcomer itself, or another device of the same occupant), in the order of their
-    /// nicknames. Sorting the nicknames, not the occupants (large values, each copy retaining
-    /// every part), kept a 1,000-occupant fill from spending a tenth of its time sorting.
+    /// nicknames (kept in order as occupants come and go: `nicksInOrder`).
     func sendOccupants(to session: JID, withRealJID: Bool, except nick: String?, out: inout [XMLElement]) {
-        let to = [XMLAttribute("to", session.description)]
-        for other in occupants.keys.sorted() where other != nick {
+        let to = recipientsBySession[session]?.to ?? [XMLAttribute("to", session.description)]
+        for other in nicksInOrder where other != nick {
             guard let occupant = occupants[other] else { continue }
             out.append(shownPresence(of: occupant, withRealJID: withRealJID).instance(to))
         }
@@ -45,13 +44,12 @@ extension MUCRoom {
     /// `occupant`'s presence to every session in the room but `own` (the occupant's).
     func broadcastShown(_ occupant: MUCOccupant, except own: [JID], out: inout [XMLElement]) {
         var templates: [XMLStanzaTemplate?] = [nil, nil]
-        for recipient in occupants.values {
-            let withRealJID = seesRealJIDs(recipient)
+        let everyoneSeesRealJIDs = configuration.whois == .anyone
+        for (session, recipient) in recipientsBySession where !own.contains(session) {
+            let withRealJID = everyoneSeesRealJIDs || recipient.isModerator
             let slot = withRealJID ? 1 : 0
-            for other in recipient.sessions where !own.contains(other) {
-                if templates[slot] == nil { templates[slot] = shownPresence(of: occupant, withRealJID: withRealJID) }
-                out.append(templates[slot]!.instance([XMLAttribute("to", other.description)]))
-            }
+            if templates[slot] == nil { templates[slot] = shownPresence(of: occupant, withRealJID: withRealJID) }
+            out.append(templates[slot]!.instance(recipient.to))
         }
     }
 
@@ -59,13 +57,12 @@ extension MUCRoom {
     /// who see real JIDs and those who do not) and copied with `to` set.
     func broadcast(except own: [JID] = [], out: inout [XMLElement], _ build: (_ withRealJID: Bool) -> XMLElement) {
         var templates: [XMLStanzaTemplate?] = [nil, nil]
-        for recipient in occupants.values {
-            let withRealJID = seesRealJIDs(recipient)
+        let everyoneSeesRealJIDs = configuration.whois == .anyone
+        for (session, recipient) in recipientsBySession where !own.contains(session) {
+            let withRealJID = everyoneSeesRealJIDs || recipient.isModerator
             let slot = withRealJID ? 1 : 0
-            for other in recipient.sessions where !own.contains(other) {
-                if templates[slot] == nil { templates[slot] = Self.template(build(withRealJID)) }
-                out.append(templates[slot]!.instance([XMLAttribute("to", other.description)]))
-            }
+            if templates[slot] == nil { templates[slot] = Self.template(build(withRealJID)) }
+            out.append(templates[slot]!.instance(recipient.to))
         }
     }
 }

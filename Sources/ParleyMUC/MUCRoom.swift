@@ -17,6 +17,13 @@ struct MUCRoom: Sendable {
     private(set) var nickBySession: [JID: String] = [:] { didSet { recipients = MUCRecipients() } }
     /// The sessions of `nickBySession`, ready to be copied to (see `MUCRecipients`).
     private(set) var recipients = MUCRecipients()
+    /// Every session in the room with its `to` made once, and whether its occupant is a
+    /// moderator (see `MUCRecipient`): what each presence the room broadcasts is copied to.
+    private(set) var recipientsBySession: [JID: MUCRecipient] = [:]
+    /// The occupants' nicknames in order, kept so as entries come and go: a newcomer gets
+    /// everyone's presence in this order, and sorting them for each of a thousand newcomers
+    /// was a tenth of a fill's time.
+    private(set) var nicksInOrder: [String] = []
     /// The current subject and who set it (a room occupant JID, or the room's own).
     var subject: (text: String, from: JID)?
     /// The last groupchat messages, for newcomers (in memory only).
@@ -62,21 +69,27 @@ struct MUCRoom: Sendable {
     // MARK: Changes to the occupant list
 
     mutating func add(_ occupant: MUCOccupant) {
-        occupants[occupant.nick] = occupant
-        for session in occupant.sessions { nickBySession[session] = occupant.nick }
+        if occupants.updateValue(occupant, forKey: occupant.nick) == nil { insertInOrder(occupant.nick) }
+        for session in occupant.sessions {
+            nickBySession[session] = occupant.nick
+            seat(session, moderator: occupant.role == .moderator)
+        }
     }
 
     mutating func addSession(_ session: JID, to nick: String) {
         occupants[nick]?.sessions.append(session)
         nickBySession[session] = nick
+        seat(session, moderator: occupants[nick]?.role == .moderator)
     }
 
     /// Removes one session; returns the occupant if that was its last.
     mutating func removeSession(_ session: JID) -> MUCOccupant? {
+        recipientsBySession[session] = nil
         guard let nick = nickBySession.removeValue(forKey: session), var occupant = occupants[nick] else { return nil }
         occupant.sessions.removeAll { $0 == session }
         if occupant.sessions.isEmpty {
             occupants[nick] = nil
+            removeFromOrder(nick)
             return occupant
         }
         occupants[nick] = occupant
@@ -85,14 +98,42 @@ struct MUCRoom: Sendable {
 
     mutating func update(_ nick: String, _ change: (inout MUCOccupant) -> Void) {
         guard var occupant = occupants[nick] else { return }
+        let before = (role: occupant.role, sessions: occupant.sessions)
         change(&occupant)
         occupants[nick] = occupant
+        if occupant.role != before.role || occupant.sessions != before.sessions {
+            for session in before.sessions where !occupant.sessions.contains(session) { recipientsBySession[session] = nil }
+            for session in occupant.sessions { seat(session, moderator: occupant.role == .moderator) }
+        }
+    }
+
+    /// `session` among the recipients, its `to` made once for as long as it stays.
+    private mutating func seat(_ session: JID, moderator: Bool) {
+        if recipientsBySession[session] == nil {
+            recipientsBySession[session] = MUCRecipient(session)
+        }
+        recipientsBySession[session]?.isModerator = moderator
+    }
+
+    private mutating func insertInOrder(_ nick: String) {
+        var low = 0
+        var high = nicksInOrder.count
+        while low < high {
+            let middle = (low + high) / 2
+            if nicksInOrder[middle] < nick { low = middle + 1 } else { high = middle }
+        }
+        nicksInOrder.insert(nick, at: low)
+    }
+
+    private mutating func removeFromOrder(_ nick: String) {
+        if let index = nicksInOrder.firstIndex(of: nick) { nicksInOrder.remove(at: index) }
     }
 
     mutating func rename(_ nick: String, to newNick: String) {
         guard var occupant = occupants.removeValue(forKey: nick) else { return }
+        removeFromOrder(nick)
         occupant.nick = newNick
-        occupants[newNick] = occupant
+        if occupants.updateValue(occupant, forKey: newNick) == nil { insertInOrder(newNick) }
         for session in occupant.sessions { nickBySession[session] = newNick }
     }
 }

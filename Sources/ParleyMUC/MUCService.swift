@@ -341,8 +341,11 @@ public final class MUCService: HostedService {
                 memo[text] = jid
                 return jid
             }
-            // A message's copies all come from one occupant JID: parsed, or looked up, once.
+            // A message's copies all come from one occupant JID, and a newcomer's list of
+            // occupants all goes to one session: each parsed, or looked up, once per run (the
+            // room shares one string for the run, so comparing it is a pointer comparison).
             var lastFrom: (text: String, jid: JID)?
+            var lastTo: (text: String, jid: JID)?
             for stanza in batch {
                 let fromText = stanza.from
                 let from: JID?
@@ -353,7 +356,15 @@ public final class MUCService: HostedService {
                     if let fromText, let from { lastFrom = (fromText, from) }
                 }
                 // Unparsable addresses: the router refuses and logs it, in its turn.
-                guard let from, let to = parse(stanza.to) else {
+                let toText = stanza.to
+                let to: JID?
+                if let lastTo, let toText, lastTo.text == toText {
+                    to = lastTo.jid
+                } else {
+                    to = parse(toText)
+                    if let toText, let to { lastTo = (toText, to) }
+                }
+                guard let from, let to else {
                     unparsed.append((deliveries.count, stanza))
                     continue
                 }

@@ -83,11 +83,16 @@ enum MUCBenchmark: Benchmark {
             }
             exit(1)
         }
-        let rssLoggedIn = server.flatMap { settledRSS($0, seconds: settle) }
+        let settledLoggedIn = server.flatMap { settledRSS($0, seconds: settle) }
         let join = run.join(timeout: joinTimeout, server: server)
-        let rssJoined = server.flatMap { settledRSS($0, seconds: settle) }
+        let settledJoined = server.flatMap { settledRSS($0, seconds: settle) }
+        let rssLoggedIn = settledLoggedIn?.rss
+        let rssJoined = settledJoined?.rss
         var healthy = join.clean
         let perOccupant = rssLoggedIn.flatMap { before in rssJoined.map { Double($0 - before) / Double(occupants) } }
+        let anonymousPerOccupant = settledLoggedIn?.anonymous.flatMap { before in
+            settledJoined?.anonymous.map { Double($0 - before) / Double(occupants) }
+        }
         say(
             "\(label): \(occupants) occupants entered \(room) in \(format(join.seconds, 3)) s "
                 + "(\(join.joined) self-presences, \(join.complete) occupants see all \(occupants), errors \(join.errors)"
@@ -96,12 +101,14 @@ enum MUCBenchmark: Benchmark {
                 + ", load generator CPU \(format(join.clientCPUSeconds, 3)) s"
                 + (perOccupant.map {
                     "; server RSS \(rssLoggedIn ?? 0) KiB logged in, \(rssJoined ?? 0) KiB in the room = \(format($0, 1)) KiB/occupant"
-                } ?? ""))
+                } ?? "")
+                + (anonymousPerOccupant.map { " (anonymous memory only: \(format($0, 1)) KiB/occupant)" } ?? ""))
         say(
             "RESULT label=\(label) phase=join occupants=\(occupants) seconds=\(format(join.seconds, 3)) joined=\(join.joined) "
                 + "complete=\(join.complete) errors=\(join.errors) cpu_s=\(format(join.cpuSeconds ?? 0, 3)) "
                 + "client_cpu_s=\(format(join.clientCPUSeconds, 3)) rss_login_kib=\(rssLoggedIn ?? 0) "
-                + "rss_joined_kib=\(rssJoined ?? 0) kib_per_occupant=\(format(perOccupant ?? 0, 2))")
+                + "rss_joined_kib=\(rssJoined ?? 0) kib_per_occupant=\(format(perOccupant ?? 0, 2)) "
+                + "anon_kib_per_occupant=\(format(anonymousPerOccupant ?? 0, 2))")
         guard join.joined == occupants else { exit(1) }
 
         for phase in phases {
@@ -135,14 +142,24 @@ enum MUCBenchmark: Benchmark {
 /// The server's RSS after `seconds` of quiet: the smallest of the readings taken every half
 /// second over the second half. One reading at the end was what the heap happened to hold at
 /// that instant (parleyd hands freed memory back every 5 s, the others when their collectors
-/// run), and moved the figure per occupant by tens of KiB between runs of one binary.
-func settledRSS(_ server: ServerProcess, seconds: Double) -> Int? {
+/// run), and moved the figure per occupant by tens of KiB between runs of one binary. The
+/// anonymous part (RssAnon) the same way: the rest of the RSS is code and data of the
+/// executable and its libraries, paged in by first use and out by other processes' demand
+/// on a shared machine, which moved the difference by megabytes either way.
+func settledRSS(_ server: ServerProcess, seconds: Double) -> (rss: Int, anonymous: Int?)? {
     let start = Date()
     var lowest: Int?
+    var lowestAnonymous: Int?
     while true {
         let elapsed = Date().timeIntervalSince(start)
-        if elapsed >= seconds / 2, let rss = server.rssKiB() { lowest = min(lowest ?? rss, rss) }
-        if elapsed >= seconds { return lowest ?? server.rssKiB() }
+        if elapsed >= seconds / 2 {
+            if let rss = server.rssKiB() { lowest = min(lowest ?? rss, rss) }
+            if let anonymous = server.anonymousRSSKiB() { lowestAnonymous = min(lowestAnonymous ?? anonymous, anonymous) }
+        }
+        if elapsed >= seconds {
+            guard let rss = lowest ?? server.rssKiB() else { return nil }
+            return (rss, lowestAnonymous)
+        }
         Thread.sleep(forTimeInterval: min(0.5, max(0.01, seconds - elapsed)))
     }
 }

@@ -23,6 +23,11 @@ struct ServerProcess {
     /// VmRSS in KiB.
     func rssKiB() -> Int? { status("VmRSS") }
 
+    /// RssAnon in KiB: the resident pages that are the process's own (heap, stacks), not its
+    /// executable's and libraries' code and data, which the kernel pages in when first used
+    /// and out under memory pressure from other processes.
+    func anonymousRSSKiB() -> Int? { status("RssAnon") }
+
     /// VmHWM in KiB: the peak RSS since the start or since `resetPeakRSS`.
     func peakRSSKiB() -> Int? { status("VmHWM") }
 

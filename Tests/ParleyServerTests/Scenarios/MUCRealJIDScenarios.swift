@@ -78,4 +78,44 @@ import Testing
             for client in [alice, bob, carol] { try await client.expectNothingPending() }
         }
     }
+
+    /// The room keeps each session's role-derived view between broadcasts (`MUCRecipient`):
+    /// a promotion must reach the presence broadcasts that follow it (a newcomer's arrival,
+    /// an update), for every device of the promoted occupant, and a device that left must
+    /// get nothing more.
+    @Test func aNewModeratorSeesTheRealJIDsOfLaterArrivalsOnEveryDevice() async throws {
+        try await MUC.with { server in
+            let (alice, bob, carol) = try await MUCScenarios.threeInTheRoom(server)
+            let phone = try await server.im("bob", "phone", available: false)
+            _ = try await phone.enter("team", nick: "Bob")
+            try await alice.sendAdmin("<item nick='Bob' role='moderator'/>", id: "up")
+            _ = try await alice.expectRoomPresence("team", "Bob")
+            try await alice.expectResult("up")
+            _ = try await carol.expectRoomPresence("team", "Bob")
+            for device in [bob, phone] {
+                _ = try await device.expectRoomPresence("team", "Bob", codes: [110])
+                try await expectRevealed(device, [("Alice", "alice@localhost/r"), ("Carol", "carol@localhost/r")])
+            }
+
+            // Carol leaves and comes back: a newcomer's arrival, to the new moderator's devices.
+            try await carol.send("<presence to='\(Self.room)/Carol' type='unavailable'/>")
+            _ = try await carol.expectRoomPresence("team", "Carol", type: "unavailable", codes: [110])
+            for client in [alice, bob, phone] { _ = try await client.expectRoomPresence("team", "Carol", type: "unavailable") }
+            _ = try await carol.enter("team", nick: "Carol")
+            for device in [bob, phone] {
+                let seen = try await device.expectRoomPresence("team", "Carol")
+                #expect(seen.mucItem?[attribute: "jid"] == "carol@localhost/r", "\(seen.xmlString())")
+            }
+            _ = try await alice.expectRoomPresence("team", "Carol")
+
+            try await phone.send("<presence to='\(Self.room)/Bob' type='unavailable'/>")
+            _ = try await phone.expectRoomPresence("team", "Bob", type: "unavailable", codes: [110])
+            try await carol.send("<presence to='\(Self.room)/Carol'><show>away</show></presence>")
+            let toBob = try await bob.expectRoomPresence("team", "Carol")
+            #expect(toBob.mucItem?[attribute: "jid"] == "carol@localhost/r" && toBob.firstChild("show")?.text == "away")
+            _ = try await alice.expectRoomPresence("team", "Carol")
+            _ = try await carol.expectRoomPresence("team", "Carol", codes: [110])
+            for client in [alice, bob, carol, phone] { try await client.expectNothingPending() }
+        }
+    }
 }
