@@ -9,7 +9,9 @@
 # SESSIONS. The sessions are held by bench/bosh_sessions.py (Python, aiohttp).
 #
 # Needs the release builds of parleyd and ParleyBench (make bench builds them), prosody and
-# python3-aiohttp. Knobs: SESSIONS WARMUP SETTLE CASES KEEP_TMP
+# python3-aiohttp. Knobs: SESSIONS WARMUP SETTLE CASES KEEP_TMP, and BASELINE=<another parleyd
+# binary> for before/after runs: cases baseline-bosh and baseline-tcp run it on the same
+# configuration (e.g. CASES="baseline-bosh parleyd-bosh baseline-tcp parleyd-tcp").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -79,7 +81,15 @@ for case in $CASES; do
     server=${case%-*}
     transport=${case#*-}
     echo "== $case: $WARMUP warm-up sessions, then $SESSIONS idle ones"
-    start_server "$server"
+    if [ "$server" = baseline ]; then
+        current=$PARLEYD
+        PARLEYD=${BASELINE:?BASELINE=<parleyd binary> is needed for the baseline cases}
+        start_server parleyd
+        PARLEYD=$current
+        server=parleyd
+    else
+        start_server "$server"
+    fi
     hold "$transport" "$server" 1 "$WARMUP"
     sleep "$SETTLE"
     base=$(rss_kib)
@@ -98,9 +108,13 @@ echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '\n%-14s %16s %14s\n' case "KiB/session" "logins/s"
 for case in $CASES; do printf '%-14s %16s %14s\n' "$case" "${per_session[$case]}" "${fill[$case]}"; done
 if [[ " $CASES " == *" parleyd-bosh "* ]]; then
-    for other in prosody-bosh parleyd-tcp; do
+    for other in prosody-bosh parleyd-tcp baseline-bosh; do
         [ -n "${per_session[$other]:-}" ] || continue
         awk -v a="${per_session[parleyd-bosh]}" -v b="${per_session[$other]}" -v o="$other" \
             'BEGIN { if (b > 0) printf "parleyd-bosh / %s: %.2f\n", o, a / b }'
     done
+fi
+if [[ " $CASES " == *" baseline-bosh "* ]] && [[ " $CASES " == *" baseline-tcp "* ]]; then
+    awk -v a="${per_session[baseline-bosh]}" -v b="${per_session[baseline-tcp]}" \
+        'BEGIN { if (b > 0) printf "baseline-bosh / baseline-tcp: %.2f\n", a / b }'
 fi

@@ -22,7 +22,7 @@ public final class HTTPService: Service, Sendable {
     /// it), so that there is one place to configure certificates.
     public init(
         configuration: HTTPConfiguration, certificatePath: String, keyPath: String, gracePeriod: Duration,
-        features: [any HTTPFeature], webSocket: WebSocketEndpoint? = nil, logger: Logger,
+        features: [any HTTPFeature], webSocket: WebSocketEndpoint? = nil, bosh: BOSHEndpoint? = nil, logger: Logger,
         onListening: @escaping @Sendable ([SocketAddress]) -> Void = { _ in }
     ) throws {
         let router = Router(context: HTTPContext.self)
@@ -32,10 +32,11 @@ public final class HTTPService: Service, Sendable {
         // idle connection cannot hold a slot or a file descriptor for ever.
         let http1Configuration = HTTP1Channel.Configuration(additionalChannelHandlers: [RequestBodyCoalescer()], idleTimeout: .seconds(60))
         var http1 = HTTPServerBuilder.http1(configuration: http1Configuration)
-        if let webSocket {
-            // The same HTTP/1.1 service, where the WebSocket path may also upgrade (RFC 7395).
+        if webSocket != nil || bosh != nil {
+            // The same HTTP/1.1 service, where the WebSocket path may also upgrade (RFC 7395),
+            // and BOSH connections are served without a task each.
             http1 = HTTPServerBuilder { responder in
-                WebSocketUpgradeChannel(responder: responder, http1: http1Configuration, endpoint: webSocket)
+                WebSocketUpgradeChannel(responder: responder, http1: http1Configuration, endpoint: webSocket, bosh: bosh)
             }
         }
         var server = http1

@@ -54,13 +54,13 @@ public final class ParleyHTTPServer: Service, Sendable {
         if webSocketOn, let xmpp {
             webSocket = WebSocketEndpoint(configuration: http.webSocket, server: xmpp, httpTLS: http.tls)
         }
+        var boshEndpoint: BOSHEndpoint?
         if boshOn, let xmpp {
             let endpoint = BOSHEndpoint(configuration: http.bosh, server: xmpp, httpTLS: http.tls, logger: logger)
             features.append(endpoint)
-            bosh = endpoint
-        } else {
-            bosh = nil
+            boshEndpoint = endpoint
         }
+        bosh = boshEndpoint
         if webSocketOn || boshOn {
             let meta = HostMetaFeature(
                 webSocketURL: webSocketOn ? HostMetaFeature.webSocketURL(httpBase: base, path: http.webSocket.path) : "",
@@ -78,7 +78,7 @@ public final class ParleyHTTPServer: Service, Sendable {
         let slots = uploadSlots, domain = configuration.domain, announced = hostMeta
         service = try HTTPService(
             configuration: http, certificatePath: certificatePath, keyPath: keyPath,
-            gracePeriod: configuration.shutdown.gracePeriod, features: features + extraFeatures, webSocket: webSocket, logger: logger
+            gracePeriod: configuration.shutdown.gracePeriod, features: features + extraFeatures, webSocket: webSocket, bosh: boshEndpoint, logger: logger
         ) { addresses in
             // With port 0 the upload URLs can only name the port once it is bound.
             if http.port == 0, http.publicURL == nil, let port = addresses.first?.port {

@@ -49,6 +49,25 @@ public final class BOSHEndpoint: HTTPFeature {
         }
     }
 
+    enum RequestKind {
+        case body
+        case preflight
+    }
+
+    /// What a request for this endpoint is, from its head: a POST of a `<body/>`, or a CORS
+    /// preflight; nil for anything else (a GET, another path), which the router serves.
+    func requestKind(method: String, path: String?) -> RequestKind? {
+        guard let path else { return nil }
+        var route = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        if route.count > 1, route.hasSuffix("/") { route.removeLast() }
+        guard route == configuration.path else { return nil }
+        switch method {
+        case "POST": return .body
+        case "OPTIONS": return .preflight
+        default: return nil
+        }
+    }
+
     static let corsHeaders: HTTPFields = [
         .accessControlAllowOrigin: "*",
         .accessControlAllowMethods: "GET, POST, OPTIONS",
@@ -56,6 +75,9 @@ public final class BOSHEndpoint: HTTPFeature {
         .accessControlMaxAge: "7200",
     ]
 
+    /// The route, for requests on a connection that also carried other HTTP requests (those
+    /// classified as BOSH from their first request are answered by `BOSHConnectionHandler`,
+    /// without a task per connection).
     private func handle(_ request: Request, context: HTTPContext) async -> Response {
         let bytes: ByteBuffer
         do {
@@ -63,46 +85,61 @@ public final class BOSHEndpoint: HTTPFeature {
         } catch {
             return Self.response(refusal(.policyViolation, "a body over \(configuration.maxBodyBytes) bytes", legacy: false))
         }
+        let (future, session) = receive(bytes, remoteAddress: context.remoteAddress, eventLoop: context.eventLoop)
+        return Self.response(await answer(future, session: session) ?? refusal(.internalServerError, "no answer", legacy: false))
+    }
+
+    /// One request's `<body/>`: to its session, or a new one. The future completes when the
+    /// session answers (at once, or when a held request is released); `session` is nil for a
+    /// creation or a refusal.
+    func receive(
+        _ bytes: ByteBuffer, remoteAddress: SocketAddress?, eventLoop: any EventLoop
+    ) -> (answer: EventLoopFuture<BOSHAnswer>, session: BOSHSessions.Entry?) {
         let parsed: BOSHRequest
         do {
             parsed = try BOSHRequest.parse(bytes, maxDepth: server.configuration.limits.maxDepth)
         } catch {
-            return Self.response(refusal(error.condition, error.reason, legacy: false))
+            return (eventLoop.makeSucceededFuture(refusal(error.condition, error.reason, legacy: false)), nil)
         }
         guard let sid = parsed.sid else {
-            return Self.response(await create(parsed, context: context))
+            return (create(parsed, remoteAddress: remoteAddress, loop: eventLoop), nil)
         }
         guard let entry = sessions.lookup(sid) else {
-            return Self.response(refusal(.itemNotFound, "no session \(sid)", legacy: false))
+            return (eventLoop.makeSucceededFuture(refusal(.itemNotFound, "no session \(sid)", legacy: false)), nil)
         }
         let promise = entry.eventLoop.makePromise(of: BOSHAnswer.self)
         entry.eventLoop.execute { entry.session.value.receive(parsed, promise: promise) }
-        return Self.response(await answer(promise, session: entry) ?? refusal(.internalServerError, "no answer", legacy: false))
+        return (promise.futureResult, entry)
     }
 
-    /// A session creation request (XEP-0124 §7.1, XEP-0206 §4).
-    private func create(_ request: BOSHRequest, context: HTTPContext) async -> BOSHAnswer {
+    /// A body over `bosh.max_body_size`.
+    func oversizedBody() -> BOSHAnswer {
+        refusal(.policyViolation, "a body over \(configuration.maxBodyBytes) bytes", legacy: false)
+    }
+
+    /// A session creation request (XEP-0124 §7.1, XEP-0206 §4), on the loop of the connection
+    /// it came on, where the session will live.
+    private func create(_ request: BOSHRequest, remoteAddress remote: SocketAddress?, loop: any EventLoop) -> EventLoopFuture<BOSHAnswer> {
         let legacy = request.body[attribute: "ver"] == nil
         guard let to = request.to else {
-            return refusal(.improperAddressing, "no 'to' in the session creation request", legacy: legacy)
+            return loop.makeSucceededFuture(refusal(.improperAddressing, "no 'to' in the session creation request", legacy: legacy))
         }
         let domain = server.context.policy.domain
         guard let jid = try? JID(to), jid == domain else {
-            return refusal(.hostUnknown, "'\(to)' is not served here", legacy: legacy)
+            return loop.makeSucceededFuture(refusal(.hostUnknown, "'\(to)' is not served here", legacy: legacy))
         }
         guard let waitText = request.body[attribute: "wait"], let wait = Int(waitText), wait >= 0 else {
-            return refusal(.badRequest, "no valid 'wait' in the session creation request", legacy: legacy)
+            return loop.makeSucceededFuture(refusal(.badRequest, "no valid 'wait' in the session creation request", legacy: legacy))
         }
         guard let hold = Int(request.body[attribute: "hold"] ?? "1"), hold >= 0 else {
-            return refusal(.badRequest, "'hold' is not a number", legacy: legacy)
+            return loop.makeSucceededFuture(refusal(.badRequest, "'hold' is not a number", legacy: legacy))
         }
         guard sessions.reserve() else {
-            return refusal(.remoteConnectionFailed, "the server has \(configuration.maxSessions) BOSH sessions", legacy: legacy)
+            return loop.makeSucceededFuture(
+                refusal(.remoteConnectionFailed, "the server has \(configuration.maxSessions) BOSH sessions", legacy: legacy))
         }
         let terms = terms(for: request, wait: wait, hold: hold, domain: domain.description)
-        let remote = context.remoteAddress
         let secure = httpTLS || WebSocketEndpoint.isLoopback(remote)
-        let loop = context.eventLoop
         let promise = loop.makePromise(of: BOSHAnswer.self)
         let sid = Self.makeSID()
         loop.execute { [self] in
@@ -110,6 +147,7 @@ public final class BOSHEndpoint: HTTPFeature {
             let session = BOSHSession(sid: sid, channel: channel, terms: terms, creationRID: request.rid, registry: sessions)
             channel.delegate = session
             do {
+                try channel.pipeline.syncOperations.addHandler(BOSHShutdownHandler(session: session))
                 try channel.pipeline.syncOperations.addHandler(
                     server.context.makeSessionHandler(remoteAddress: remote?.ipAddress ?? "unknown", transport: .bosh(secure: secure)))
             } catch {
@@ -119,10 +157,10 @@ public final class BOSHEndpoint: HTTPFeature {
             sessions.insert(sid, BOSHSessions.Entry(eventLoop: loop, session: NIOLoopBound(session, eventLoop: loop)))
             channel.activate()
             server.trackConnection(channel)
+            // The creation request is answered at once (with the stream features), never held.
             session.receive(request, promise: promise)
         }
-        // The creation request is answered at once (with the stream features), never held.
-        return await answer(promise, session: nil) ?? refusal(.internalServerError, "no answer", legacy: legacy)
+        return promise.futureResult
     }
 
     /// The session's answer to a request. A held request must not keep the HTTP service's
@@ -130,13 +168,15 @@ public final class BOSHEndpoint: HTTPFeature {
     /// (`<system-shutdown/>`, or the configured redirect), which answers every held request; and
     /// a request cancelled when the grace period is over returns nil (a session answering after
     /// that completes an already failed promise, which NIO ignores).
-    private func answer(_ promise: EventLoopPromise<BOSHAnswer>, session: BOSHSessions.Entry?) async -> BOSHAnswer? {
+    private func answer(_ future: EventLoopFuture<BOSHAnswer>, session: BOSHSessions.Entry?) async -> BOSHAnswer? {
         let shutdown = ServerShutdownEvent(server.configuration.shutdown)
+        let cancelled = future.eventLoop.makePromise(of: BOSHAnswer.self)
+        future.cascade(to: cancelled)
         return await withGracefulShutdownHandler {
             await withTaskCancellationHandler {
-                try? await promise.futureResult.get()
+                try? await cancelled.futureResult.get()
             } onCancel: {
-                promise.fail(CancellationError())
+                cancelled.fail(CancellationError())
             }
         } onGracefulShutdown: {
             guard let session else { return }
@@ -192,14 +232,14 @@ public final class BOSHEndpoint: HTTPFeature {
     }
 
     /// An answer outside any session (or to a request that could not be read).
-    private func refusal(_ condition: BOSHError.Condition, _ reason: String, legacy: Bool) -> BOSHAnswer {
+    func refusal(_ condition: BOSHError.Condition, _ reason: String, legacy: Bool) -> BOSHAnswer {
         sessions.logger.debug("BOSH request refused", metadata: ["condition": "\(condition.rawValue)", "reason": "\(reason)"])
         return BOSHAnswer(
             status: legacy ? condition.legacyStatus : 200, body: BOSHResponseBody.terminate(condition).bytes,
             contentType: Self.defaultContentType)
     }
 
-    private static func response(_ answer: BOSHAnswer) -> Response {
+    static func response(_ answer: BOSHAnswer) -> Response {
         var headers = corsHeaders
         headers[.contentType] = answer.contentType
         return Response(status: .init(code: answer.status), headers: headers, body: .init(byteBuffer: answer.body))

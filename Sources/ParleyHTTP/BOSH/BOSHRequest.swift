@@ -96,6 +96,7 @@ struct BOSHError: Error, Sendable {
         case policyViolation = "policy-violation"
         case remoteConnectionFailed = "remote-connection-failed"
         case remoteStreamError = "remote-stream-error"
+        case seeOtherURI = "see-other-uri"
         case systemShutdown = "system-shutdown"
 
         /// §17.1: what a client that did not say `ver` expects instead (HTTP error codes).

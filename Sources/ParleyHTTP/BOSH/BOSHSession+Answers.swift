@@ -51,7 +51,10 @@ extension BOSHSession: BOSHChannelDelegate {
         last.append(ending.payload)
         output = BOSHResponseBody()
         let full = answer(last, condition: condition)
-        let bare = answer(BOSHResponseBody(ending.attributes), condition: condition)
+        var rest = BOSHResponseBody(ending.attributes)
+        // Where to go next is for every request that learns of the end, not only the first.
+        if condition == .seeOtherURI { rest.payload = ending.payload }
+        let bare = answer(rest, condition: condition)
         finalAnswer = held.isEmpty ? full : bare
         for (index, request) in held.enumerated() {
             request.promise.succeed(index == 0 ? full : bare)
@@ -73,7 +76,7 @@ extension BOSHSession: BOSHChannelDelegate {
     /// Waiting output goes on the oldest held request; then no more than `hold` stay held.
     func settle() {
         guard !isOver, !terminating else { return }
-        if outputElements > 0, !held.isEmpty { answerOldest() }
+        if outputElements > 0 || report != nil, !held.isEmpty { answerOldest() }
         while held.count > terms.hold { answerOldest() }
         armTimers()
     }
@@ -97,13 +100,19 @@ extension BOSHSession: BOSHChannelDelegate {
             // §9.2: an answer to an older request says which is the newest the server has.
             body.attributes.append(("ack", "\(nextRID - 1)"))
         }
+        if let report {
+            // §9.3: which answer the client lacks, and how many milliseconds ago it went.
+            body.attributes.append(("report", "\(report.rid)"))
+            body.attributes.append(("time", "\(report.milliseconds)"))
+            self.report = nil
+        }
         body.payload = output.payload
         lastAnswerCarriedPayload = outputElements > 0
         output = BOSHResponseBody()
         outputElements = 0
         channel.setWritable(true)
         let answer = answer(body)
-        answered.append((request.rid, answer))
+        answered.append((request.rid, answer, .now()))
         if answered.count > terms.requests { answered.removeFirst(answered.count - terms.requests) }
         request.promise.succeed(answer)
     }

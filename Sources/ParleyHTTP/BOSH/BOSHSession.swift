@@ -50,7 +50,10 @@ final class BOSHSession {
     var held: [Held] = []
     var early: [UInt64: (request: BOSHRequest, promise: EventLoopPromise<BOSHAnswer>)] = [:]
     /// The last answers sent, oldest first, for a client that repeats a rid (§14.3).
-    var answered: [(rid: UInt64, answer: BOSHAnswer)] = []
+    var answered: [(rid: UInt64, answer: BOSHAnswer, sent: NIODeadline)] = []
+    /// §9.3: the client's `ack` showed it lacks the answer to this rid, sent this long ago; the
+    /// next answer goes at once and says so.
+    var report: (rid: UInt64, milliseconds: Int64)?
     /// What the client session wrote that no request has carried yet.
     var output = BOSHResponseBody()
     var outputElements = 0
@@ -77,6 +80,9 @@ final class BOSHSession {
     var lastAnswerCarriedPayload = true
 
     static let maxBufferedOutput = 16 << 20
+    /// An answer younger than this may still be on its way when the client's `ack` says it is
+    /// missing (the two crossed): only an older one is reported lost (§9.3).
+    static let reportAfter = TimeAmount.seconds(1)
 
     init(sid: String, channel: BOSHChannel, terms: Terms, creationRID: UInt64, registry: BOSHSessions) {
         self.sid = sid
@@ -141,7 +147,10 @@ final class BOSHSession {
 
     private func process(_ request: BOSHRequest, promise: EventLoopPromise<BOSHAnswer>) {
         nextRID = request.rid + 1
-        if let ack = request.ack { answered.removeAll { $0.rid <= ack } }
+        if let ack = request.ack {
+            answered.removeAll { $0.rid <= ack }
+            noteMissingAnswer(after: ack)
+        }
         if let pause = request.pause {
             guard pause <= terms.maxPause else {
                 return fail(.policyViolation, "a pause of \(pause) s is over maxpause \(terms.maxPause)", answering: promise)
@@ -176,6 +185,15 @@ final class BOSHSession {
         if !isOver, channel.autoRead { channel.pipeline.fireChannelReadComplete() }
     }
 
+    /// §9.3: an `ack` lower than the last rid answered means the client lacks an answer; if it
+    /// was sent a while ago (lost, not crossing this request), the client is told which.
+    private func noteMissingAnswer(after ack: UInt64) {
+        guard let missing = answered.first(where: { $0.rid == ack + 1 }) else { return }
+        let age = NIODeadline.now() - missing.sent
+        guard age >= Self.reportAfter else { return }
+        report = (missing.rid, age.nanoseconds / 1_000_000)
+    }
+
     private func deliver(_ event: XMLStreamEvent) {
         guard !isOver else { return }
         if !channel.autoRead || !unread.isEmpty { return unread.append(event) }
@@ -208,6 +226,14 @@ final class BOSHSession {
         // Closing the channel ends the client session as a dropped connection would (its
         // presence goes, stream management may resume it), then answers the held requests.
         if channel.isOpen { channel.close(promise: nil) } else { channelClosed() }
+    }
+
+    /// The server is stopping and sends its clients to another connection manager: the end the
+    /// client session is about to write becomes `see-other-uri` (XEP-0124 §17.2).
+    func redirect(to uri: String) {
+        var body = BOSHResponseBody.terminate(.seeOtherURI)
+        body.append(XMLElement("uri", namespace: BOSHRequest.namespace, text: uri))
+        terminal = body
     }
 
     /// The session's inactivity ran out (§8 `inactivity`): as a TCP connection gone quiet.

@@ -55,6 +55,7 @@ enum ConfigurationSchema {
         "shutdown.grace_period": .scalar,
         "shutdown.redirect_host": .scalar,
         "shutdown.redirect_websocket_uri": .scalar,
+        "shutdown.redirect_bosh_uri": .scalar,
         "http.enabled": .scalar,
         "http.interfaces": .list,
         "http.port": .scalar,

@@ -29,4 +29,15 @@ extension ConfigurationValues {
         }
         return value
     }
+
+    /// An `http://` or `https://` URL with a host, what a BOSH `see-other-uri` carries.
+    func boshURI(_ key: String) throws(ConfigurationError) -> String? {
+        guard let value = optionalString(key) else { return nil }
+        let lowered = value.lowercased()
+        let rest = lowered.hasPrefix("https://") ? lowered.dropFirst(8) : lowered.hasPrefix("http://") ? lowered.dropFirst(7) : nil
+        guard let rest, let first = rest.first, first != "/", !value.contains(" ") else {
+            throw error(key, "expected a BOSH URL (https://host:port/path), got \"\(value)\"")
+        }
+        return value
+    }
 }

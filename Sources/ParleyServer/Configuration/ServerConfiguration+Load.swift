@@ -138,6 +138,7 @@ extension ServerConfiguration {
             "shutdown.grace_period", default: config.shutdown.gracePeriod, allowZero: true)
         config.shutdown.redirectHost = try values.redirectHost("shutdown.redirect_host")
         config.shutdown.redirectWebSocketURI = try values.webSocketURI("shutdown.redirect_websocket_uri")
+        config.shutdown.redirectBOSHURI = try values.boshURI("shutdown.redirect_bosh_uri")
 
         config.metrics.enabled = try values.bool("metrics.enabled", default: config.metrics.enabled)
         config.metrics.address = try values.string("metrics.address", default: config.metrics.address)

@@ -193,6 +193,9 @@ public struct ServerConfiguration: Sendable, Hashable {
         public var redirectHost: String?
         /// WebSocket sessions end with `<close see-other-uri=…/>` (RFC 7395 §3.6.1) naming this.
         public var redirectWebSocketURI: String?
+        /// BOSH sessions end with `<body type='terminate' condition='see-other-uri'>` and a
+        /// `<uri/>` naming this (XEP-0124 §17.2).
+        public var redirectBOSHURI: String?
         public init() {}
     }
 

@@ -23,6 +23,8 @@ public struct ServerShutdownEvent: Sendable {
     public var redirectHost: String?
     /// For a WebSocket: its framing handler puts it in the `<close/>` it writes.
     public var redirectWebSocketURI: String?
+    /// For a BOSH session: its connection manager ends it with `see-other-uri` naming this.
+    public var redirectBOSHURI: String?
     /// A transport below the session has taken the redirect over (the WebSocket framing's
     /// `see-other-uri`): the session only closes its stream, which the transport marks.
     public var redirectedByTransport = false
@@ -34,5 +36,6 @@ public struct ServerShutdownEvent: Sendable {
 
     public init(_ shutdown: ServerConfiguration.Shutdown) {
         self.init(redirectHost: shutdown.redirectHost, redirectWebSocketURI: shutdown.redirectWebSocketURI)
+        redirectBOSHURI = shutdown.redirectBOSHURI
     }
 }

@@ -10,7 +10,7 @@ extension C2SSessionHandler {
         if shutdown.redirectedByTransport {
             // RFC 7395 §3.6.1: no stream error, a `<close/>` that names the other endpoint;
             // the framing handler below adds it.
-            logger.info("server shutdown: client redirected", metadata: ["to": "\(shutdown.redirectWebSocketURI ?? "")"])
+            logger.info("server shutdown: client redirected", metadata: ["to": "\(shutdown.redirectWebSocketURI ?? shutdown.redirectBOSHURI ?? "")"])
             if !responseHeaderSent {
                 write(.open(StreamOpening(from: server.policy.domain.description, id: makeStreamID())))
                 responseHeaderSent = true

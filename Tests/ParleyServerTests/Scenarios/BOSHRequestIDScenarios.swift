@@ -142,6 +142,31 @@ import Testing
         }
     }
 
+    @Test func anAckShowingALostAnswerGetsAReportAtOnce() async throws {
+        try await BOSHScenarios.with { _, port in
+            let web = BOSHTestClient(port: port, wait: 30)
+            let creationRID = web.nextRID
+            _ = try await web.create(extra: "ack='1'")
+            // An answer the client then loses: a refused login comes back at once.
+            let lostRID = web.nextRID
+            let wrong = Data("\u{0}alice\u{0}wrong".utf8).base64EncodedString()
+            let lost = try await web.request("<auth xmlns='\(XMLNamespace.sasl)' mechanism='PLAIN'>\(wrong)</auth>")
+            #expect(lost.payload.first?.name == "failure", "\(lost.text)")
+            try await Task.sleep(for: .milliseconds(1300))
+            // §9.3: its next request acknowledges only the creation. Instead of being held (wait
+            // 30 s), it is answered at once, naming the answer missing and its age in ms.
+            let started = ContinuousClock.now
+            let reported = try await web.request(attributes: "ack='\(creationRID)'")
+            #expect(ContinuousClock.now - started < .seconds(10))
+            #expect(reported.body?[attribute: "report"] == "\(lostRID)", "\(reported.text)")
+            let time = try #require(reported.body?[attribute: "time"].flatMap { Int($0) }, "\(reported.text)")
+            #expect(time >= 1300 && time < 30_000, "\(reported.text)")
+            try SchemaValidator.shared.validate(reported.text)
+            // The client asks again for the answer it lacks, and gets it as it was.
+            #expect(try await web.request(rid: lostRID).text == lost.text)
+        }
+    }
+
     @Test func aPauseAnswersEveryHeldRequestAndStretchesInactivity() async throws {
         // An inactivity of 3 s: short enough to wait past, long enough that a loaded machine's
         // gaps between the login's requests do not end the session first.
