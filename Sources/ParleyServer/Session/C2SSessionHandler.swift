@@ -72,6 +72,9 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// XEP-0198 answers waiting for archive commits, in the order they were asked for: the
     /// `h` each reports, and the rows it covers (`C2SSessionHandler+ArchiveDurability`).
     var deferredAcknowledgements: [(h: UInt32, rows: ClosedRange<UInt64>?)] = []
+    /// The archive writer will call back for the oldest of `deferredAcknowledgements`: one
+    /// wake-up at a time, not one per `<r/>`.
+    var awaitsArchiveWake = false
     /// Reading is off because many stanzas wait behind work in flight (storage commits):
     /// a bound client sending faster than storage keeps up is slowed by TCP, not cut off.
     private var heldForWork = false
