@@ -86,13 +86,6 @@ public final class SQLiteStorage: Sendable {
             // random): with SQLite's default 2 MiB cache most inserts re-read a page through a
             // system call. 32 MiB keeps the hot index pages (measured: bench/README.md).
             try db.execute(sql: "PRAGMA cache_size = -32768")
-            // A checkpoint copies every page the WAL holds into the database file; the
-            // archive's hot pages (the ends of its tables and indexes) are rewritten by every
-            // commit, so checkpointing every 8,000 pages instead of SQLite's 1,000 copies
-            // each of them once where it did eight times: measured, a third fewer bytes
-            // written per archived message and 5-10% less of SQLite's CPU
-            // (bench/archive_sqlite_replay.py, CKPT=8000), for a WAL of up to ~32 MB.
-            try db.execute(sql: "PRAGMA wal_autocheckpoint = 8000")
         }
 
         let migrator = SQLiteMigrations.migrator
