@@ -10,7 +10,10 @@
 #   shipped: the indexes of migrations v3-v5 and SQLite's default cache;
 #   lean:    after v16_archive_batch, with the writer's 32 MiB cache, random (v4) stanza-ids;
 #   v17:     after v17_archive_rows: no time index (archived_at follows the row order),
-#            time-ordered stanza-ids, the look-ups as prepared statements (one parse each).
+#            time-ordered stanza-ids, the look-ups as prepared statements (one parse each);
+#   v20:     after v20_perf_archive: one shared row per message (archive_bodies, the stanza
+#            stored once, without the owner's stanza-id) and one narrow row per owner
+#            (archive_entries, WITHOUT ROWID), the trim through the entries.
 import sqlite3, time, uuid, os, sys
 mode = sys.argv[1]; N = int(sys.argv[2])
 path = "/var/tmp/archive-replay-%d.sqlite" % os.getpid()
@@ -19,7 +22,8 @@ for p in (path, path+"-wal", path+"-shm"):
     except FileNotFoundError: pass
 db = sqlite3.connect(path, isolation_level=None)
 db.execute("PRAGMA journal_mode=WAL"); db.execute("PRAGMA synchronous=FULL"); db.execute("PRAGMA foreign_keys=ON")
-if mode in ("lean", "lean32", "v17"): db.execute("PRAGMA cache_size=-32768")
+if os.environ.get("CKPT"): db.execute("PRAGMA wal_autocheckpoint=%d" % int(os.environ["CKPT"]))
+if mode in ("lean", "lean32", "v17", "v20"): db.execute("PRAGMA cache_size=-32768")
 db.executescript("""
 CREATE TABLE accounts (id INTEGER PRIMARY KEY AUTOINCREMENT, username TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL);
 CREATE TABLE archive_messages (
@@ -35,7 +39,24 @@ CREATE INDEX archive_messages_sent ON archive_messages(account_id, from_bare, id
 CREATE TABLE archive_preferences (account_id INTEGER PRIMARY KEY, default_mode TEXT NOT NULL);
 CREATE TABLE archive_preference_jids (account_id INTEGER NOT NULL, jid TEXT NOT NULL, archive INTEGER NOT NULL, PRIMARY KEY (account_id, jid)) WITHOUT ROWID;
 """)
-if mode != "v17":
+if mode == "v20":
+    db.executescript("""
+CREATE TABLE archive_bodies (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, owners INTEGER NOT NULL, from_bare TEXT NOT NULL, from_jid TEXT NOT NULL,
+    to_jid TEXT NOT NULL, stanza_id TEXT NOT NULL, origin_id TEXT, message_id TEXT, message_type TEXT, stanza TEXT,
+    archived_at INTEGER NOT NULL, retracted_at INTEGER);
+CREATE INDEX archive_bodies_stanza_id ON archive_bodies(stanza_id);
+CREATE INDEX archive_bodies_origin_id ON archive_bodies(origin_id) WHERE origin_id IS NOT NULL;
+CREATE TABLE archive_entries (
+    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE, id INTEGER NOT NULL, with_bare TEXT NOT NULL,
+    sent INTEGER, PRIMARY KEY (account_id, id)) WITHOUT ROWID;
+CREATE INDEX archive_entries_with ON archive_entries(account_id, with_bare, id);
+CREATE INDEX archive_entries_sent ON archive_entries(account_id, id) WHERE sent IS NOT NULL;
+CREATE TRIGGER archive_entries_gone AFTER DELETE ON archive_entries BEGIN
+    UPDATE archive_bodies SET owners = owners - 1 WHERE id = OLD.id;
+    DELETE FROM archive_bodies WHERE id = OLD.id AND owners <= 0;
+END;""")
+if mode not in ("v17", "v20"):
     db.execute("CREATE INDEX archive_messages_time ON archive_messages(account_id, archived_at)")
 if mode == "shipped":
     db.executescript("""CREATE INDEX archive_messages_origin_id ON archive_messages(account_id, origin_id);
@@ -49,7 +70,7 @@ def v7(i):
     r = uuid.uuid4().int
     value = ((1700000000000 + i) << 80) | (0x7 << 76) | (r & ((1 << 76) - 1))
     return str(uuid.UUID(int=value))
-ids = [v7(i) if mode == "v17" else str(uuid.uuid4()) for i in range(N)]
+ids = [v7(i) if mode in ("v17", "v20") else str(uuid.uuid4()) for i in range(N)]
 B = int(os.environ.get("B", "512")); n = 0; batches = 0; statements = 0
 cpu = 0.0; wall = 0.0
 while n < N:
@@ -68,12 +89,20 @@ while n < N:
             db.execute("SELECT default_mode FROM archive_preferences WHERE account_id = ?", (r[1],)).fetchone()
             db.execute("SELECT jid, archive FROM archive_preference_jids WHERE account_id = ? ORDER BY jid", (r[1],)).fetchall()
             seen[r[0]] = 1; statements += 3
-    db.executemany("INSERT INTO archive_messages (account_id, with_bare, from_bare, from_jid, to_jid, stanza_id, origin_id, stanza, archived_at, message_id, message_type) VALUES (?,?,?,?,?,?,?,?,?,?,?)", [r[1:] for r in rows])
+    if mode == "v20":
+        for i in range(0, len(rows), 2):
+            r = rows[i]
+            body = db.execute("INSERT INTO archive_bodies (owners, from_bare, from_jid, to_jid, stanza_id, origin_id, stanza, archived_at, message_id, message_type) VALUES (2,?,?,?,?,?,?,?,?,?)", (r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11])).lastrowid
+            for e in (rows[i], rows[i + 1]):
+                db.execute("INSERT INTO archive_entries (account_id, id, with_bare, sent) VALUES (?,?,?,?)", (e[1], body, e[2], None))
+        statements += len(rows) // 2 * 3
+    else: db.executemany("INSERT INTO archive_messages (account_id, with_bare, from_bare, from_jid, to_jid, stanza_id, origin_id, stanza, archived_at, message_id, message_type) VALUES (?,?,?,?,?,?,?,?,?,?,?)", [r[1:] for r in rows])
     statements += len(rows)
     batches += 1
     if batches % 32 == 1:
         for acc in range(1, 201):
-            db.execute("DELETE FROM archive_messages WHERE account_id = ? AND id <= (SELECT id FROM archive_messages WHERE account_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)", (acc, acc, 10000))
+            table = "archive_entries" if mode == "v20" else "archive_messages"
+            db.execute(f"DELETE FROM {table} WHERE account_id = ? AND id <= (SELECT id FROM {table} WHERE account_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)", (acc, acc, 10000))
         statements += 200
     db.execute("COMMIT")
     cpu += time.process_time() - t0; wall += time.time() - w0

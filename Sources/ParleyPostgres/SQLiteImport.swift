@@ -91,6 +91,10 @@ public enum SQLiteImport {
             }
             var copied: [(table: String, rows: Int)] = []
             for table in tables {
+                if table.name == "archive_messages" {
+                    copied.append((table.name, try await copyArchive(from: source, sequences: sequences, connection, logger: logger)))
+                    continue
+                }
                 var count = 0
                 var after = Int64.min
                 while true {
@@ -118,6 +122,52 @@ public enum SQLiteImport {
     }
 
     static let pageSize = 1000
+
+    /// The archive is one row per owner and message in PostgreSQL, but in SQLite one body per
+    /// message and one entry per archive holding it, at the body's position
+    /// (v20_perf_archive). Read one account at a time, through the entries' own order; each
+    /// row's id is twice its position, plus one for the recipient's copy (whose other party
+    /// is the sender), so both copies of a message keep its place in each archive.
+    private static func copyArchive(
+        from source: DatabaseQueue, sequences: [String: Int64], _ connection: PostgresConnection, logger: Logger
+    ) async throws -> Int {
+        guard let table = tables.first(where: { $0.name == "archive_messages" }) else { return 0 }
+        let accountIDs = try await source.read { db in try Int64.fetchAll(db, sql: "SELECT id FROM accounts ORDER BY id") }
+        var count = 0
+        for accountID in accountIDs {
+            var after = Int64.min
+            while true {
+                let cursor = after
+                let page = try await source.read { db in
+                    try Row.fetchAll(
+                        db,
+                        sql: """
+                            SELECT e.id * 2 + (e.with_bare = b.from_bare), e.account_id, e.with_bare, b.from_bare, b.from_jid, b.to_jid,
+                                   b.stanza_id, b.origin_id, b.message_id, b.message_type, b.stanza, b.archived_at, b.retracted_at, e.id
+                            FROM archive_entries e JOIN archive_bodies b ON b.id = e.id
+                            WHERE e.account_id = ? AND e.id > ? ORDER BY e.id LIMIT \(pageSize)
+                            """, arguments: [accountID, cursor]
+                    ).map { row -> [Value] in
+                        table.columns.indices.map { index -> Value in
+                            if case .text = table.columns[index].1 { return .text(row[index] as String?) }
+                            return .integer(row[index] as Int64?)
+                        }
+                    }
+                }
+                try await insert(page, into: table, connection, logger: logger)
+                count += page.count
+                guard page.count == pageSize, case .integer(let last)? = page.last?.first, let last else { break }
+                after = last / 2
+            }
+        }
+        let next = max((sequences["archive_bodies"] ?? 0) * 2 + 2, 1)
+        try await connection.run(
+            """
+            SELECT setval(pg_get_serial_sequence('archive_messages', 'id'),
+                GREATEST(\(next), (SELECT COALESCE(MAX(id), 1) FROM archive_messages)))
+            """, logger: logger)
+        return count
+    }
 
     enum Value: Sendable {
         case integer(Int64?), text(String?), blob(Data?), boolean(Bool?)

@@ -49,7 +49,7 @@ extension ArchiveModule {
     static func resultMessage(_ message: ArchivedMessage, queryID: String?, owner: String, to client: String) -> XMLElement {
         var forwarded = XMLElement("forwarded", namespace: XMLNamespace.forward)
         forwarded.append(XMLElement("delay", namespace: XMLNamespace.delay, ["stamp": OfflineModule.timestamp(message.archivedAt)]))
-        forwarded.append(archivedStanza(message))
+        forwarded.append(archivedStanza(message, owner: owner))
         var result = XMLElement("result", namespace: namespace)
         if let queryID { result[attribute: "queryid"] = queryID }
         result[attribute: "id"] = message.stanzaID
@@ -60,9 +60,20 @@ extension ArchiveModule {
     }
 
     /// The archived message, or for a retracted one its XEP-0424 tombstone: addresses, type
-    /// and ids only, with `<retracted/>` in place of the content.
-    static func archivedStanza(_ message: ArchivedMessage) -> XMLElement {
-        if let text = message.stanza, let stanza = StoredStanza.parse(text) { return stanza }
+    /// and ids only, with `<retracted/>` in place of the content. The message is stored
+    /// without the owner's stanza-id (both parties' archives share its text), so it gets it
+    /// back here, last, where the owner's copy had it when routed; messages archived before
+    /// that was so still carry theirs.
+    static func archivedStanza(_ message: ArchivedMessage, owner: String) -> XMLElement {
+        if let text = message.stanza, var stanza = StoredStanza.parse(text) {
+            let stamped = stanza.elements.contains {
+                $0.name == "stanza-id" && $0.namespace == XMLNamespace.stanzaID && $0[attribute: "by"] == owner
+            }
+            if !stamped {
+                stanza.append(XMLElement("stanza-id", namespace: XMLNamespace.stanzaID, ["id": message.stanzaID, "by": owner]))
+            }
+            return stanza
+        }
         var tombstone = XMLElement(
             "message", namespace: XMLNamespace.client, ["from": message.from, "to": message.to, "type": message.messageType ?? "chat"])
         if let id = message.messageID { tombstone[attribute: "id"] = id }

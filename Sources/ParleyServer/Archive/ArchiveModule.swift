@@ -113,24 +113,22 @@ public final class ArchiveModule: ServerModule, Sendable {
         let from = message.from ?? sender.description
         let to = message.to ?? recipient.description
         let now = Date()
-        // The message is serialized once for both archive copies, which differ only in
-        // their stanza-id's `by` (this runs on the event loop, for every message).
+        // Both archive copies store the message once serialized, without their stanza-ids
+        // (the only difference between them, added back when a query reads them): one
+        // serialization on the event loop, and one shared row in the store (v20_perf_archive).
         let text = StoredStanza.serialize(clean)
         var entries: [ArchiveEntry] = []
         if let senderUser {
             entries.append(
                 ArchiveEntry(
                     owner: senderUser, with: recipientArchive, from: from, to: to, stanzaID: id, originID: originID,
-                    messageID: messageID, messageType: messageType,
-                    stanza: Self.stored(text, stanzaID: senderStanzaID, whole: forSender), archivedAt: now, retracts: retracts))
+                    messageID: messageID, messageType: messageType, stanza: text, archivedAt: now, retracts: retracts))
         }
         if let recipientUser, recipientArchive != senderArchive {
             entries.append(
                 ArchiveEntry(
                     owner: recipientUser, with: senderArchive, from: from, to: to, stanzaID: id, originID: originID,
-                    messageID: messageID, messageType: messageType,
-                    stanza: Self.stored(text, stanzaID: recipientStanzaID, whole: forRecipient), archivedAt: now,
-                    retracts: retracts))
+                    messageID: messageID, messageType: messageType, stanza: text, archivedAt: now, retracts: retracts))
         }
         var routed = RoutedMessage(forRecipient: forRecipient, forSender: forSender, archived: writer.enqueue(entries))
         if let sequences = routed.archived, Self.acknowledgesDelivery(clean) {
@@ -139,29 +137,25 @@ public final class ArchiveModule: ServerModule, Sendable {
         return routed
     }
 
-    /// The stored text of `whole`, which is the message serialized as `text` with the
-    /// `stanzaID` element appended: that element's text spliced in before the closing tag,
-    /// instead of serializing the whole message again for each archive copy.
-    static func stored(_ text: String, stanzaID: XMLElement, whole: XMLElement) -> String {
-        let close = "</message>"
-        guard text.utf8.count > close.utf8.count, text.hasSuffix(close) else { return StoredStanza.serialize(whole) }
-        var result = String(decoding: text.utf8.dropLast(close.utf8.count), as: UTF8.self)
-        result += stanzaID.xmlString(context: XMLNamespaceContext(defaultNamespace: XMLNamespace.client))
-        result += close
-        return result
-    }
-
     /// A time-ordered UUID in lower case (the layout of RFC 9562's version 7: 48 bits of Unix
     /// milliseconds, then 74 random bits), as the XEP-0359 examples show ids. Ids made later
     /// sort later, so the archive's stanza-id index grows at its end instead of taking each
     /// new id at a random place (a third of SQLite's work per message when ids were random
     /// version-4 UUIDs, bench/README.md); the random bits keep them unguessable.
     static func makeStanzaID(now: Date = Date()) -> String {
-        var generator = SystemRandomNumberGenerator()
+        // OpenSSL's generator: the system's costs a getrandom call per word (strace of the
+        // defaults benchmark: two per message).
+        let random: UInt64
+        let random2: UInt64
+        if let words = SecureRandom.twoWords() {
+            (random, random2) = words
+        } else {
+            var generator = SystemRandomNumberGenerator()
+            (random, random2) = (generator.next(), generator.next())
+        }
         let milliseconds = UInt64(max(now.timeIntervalSince1970 * 1000, 0).rounded(.down)) & 0xFFFF_FFFF_FFFF
-        let random = generator.next() as UInt64
         let high = milliseconds << 16 | 0x7000 | (random & 0x0FFF)
-        let low = (generator.next() as UInt64) & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000
+        let low = random2 & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000
         return String(unsafeUninitializedCapacity: 36) { buffer in
             var index = 0
             func put(_ value: UInt64, nibbles: Int) {

@@ -151,7 +151,8 @@ final class ArchiveWriter: Sendable {
             if taken.isEmpty { return }
             var start = 0
             while start < taken.count {
-                let batch = Array(taken[start..<min(start + Self.batchLimit, taken.count)])
+                // Most drains take one batch's worth: that one goes as it is, not copied.
+                let batch = taken.count <= Self.batchLimit ? taken : Array(taken[start..<min(start + Self.batchLimit, taken.count)])
                 start += batch.count
                 // Trimming to the per-user limit walks that many index entries per account:
                 // done for one batch in 32, so an account may briefly hold up to 32 batches'

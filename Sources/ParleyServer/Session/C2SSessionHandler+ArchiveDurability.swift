@@ -38,13 +38,23 @@ extension C2SSessionHandler {
     /// every message that count covers, are committed. The stream goes on meanwhile, so its
     /// next messages join the same group commit; answers leave in the order asked for.
     func deferAcknowledgement(h: UInt32, rows: ClosedRange<UInt64>, archive: ArchiveWriter) {
-        guard let context else { return }
+        guard context != nil else { return }
         deferredAcknowledgements.append((h, rows, nil))
+        // A wake-up already asked for comes first (for an older answer); the answers it
+        // leaves pending ask for the next one. A client asking after every message so costs
+        // one hop from the writer's thread per commit, not one per message.
+        if !awaitsArchiveWake { wakeWhenArchived(through: rows.upperBound, archive) }
+    }
+
+    private func wakeWhenArchived(through target: UInt64, _ archive: ArchiveWriter) {
+        guard let context else { return }
+        awaitsArchiveWake = true
         let loop = context.eventLoop
         let loopBound = NIOLoopBound(self, eventLoop: loop)
-        archive.whenWritten(rows.upperBound) {
+        archive.whenWritten(target) {
             loop.execute {
                 let handler = loopBound.value
+                handler.awaitsArchiveWake = false
                 guard !handler.isClosed else { return }
                 handler.answerDeferredAcknowledgements(archive)
             }
@@ -64,6 +74,7 @@ extension C2SSessionHandler {
                 switch archive.outcome(of: rows) {
                 case .pending:
                     if answered { scheduleFlush() }
+                    if !awaitsArchiveWake { wakeWhenArchived(through: rows.upperBound, archive) }
                     return
                 case .failed:
                     deferredAcknowledgements = []

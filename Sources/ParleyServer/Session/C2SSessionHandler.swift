@@ -79,6 +79,9 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     var durabilityGeneration = 0
     /// How many finished tasks were taken off the front of `pendingDurability` in this generation.
     var pendingDurabilityPruned = 0
+    /// The archive writer will call back for the oldest of `deferredAcknowledgements`: one
+    /// wake-up at a time, not one per `<r/>`.
+    var awaitsArchiveWake = false
     /// Reading is off because many stanzas wait behind work in flight (storage commits):
     /// a bound client sending faster than storage keeps up is slowed by TCP, not cut off.
     private var heldForWork = false

@@ -23,6 +23,7 @@ enum SQLiteMigrations {
         migrator.registerMigration("v16_archive_batch", migrate: v16ArchiveBatch)
         migrator.registerMigration("v17_archive_rows", migrate: v17ArchiveRows)
         migrator.registerMigration("v19_muc_speed", migrate: v19MUCSpeed)
+        migrator.registerMigration("v20_perf_archive", migrate: v20PerfArchive)
         return migrator
     }
 
@@ -385,5 +386,60 @@ enum SQLiteMigrations {
     /// rooms keep what they had, private messages from anyone.
     private static func v19MUCSpeed(_ db: Database) throws {
         try db.execute(sql: "ALTER TABLE muc_rooms ADD COLUMN allow_pm TEXT NOT NULL DEFAULT 'anyone'")
+    }
+
+    /// A message between two local accounts is one row, not two: `archive_bodies` holds it
+    /// once (with `owners`, how many archives hold it, so the last one to let go deletes it),
+    /// `archive_entries` one narrow row per archive that holds it, its position being the
+    /// body's id; `has_origin_id` marks, for the partial index, the entries whose message
+    /// has an origin-id (a user's own recent origin-ids, read at login). Measured, that is a quarter less of SQLite's CPU and 40% fewer bytes
+    /// written per message than two full rows (bench/README.md, defaults mode). Existing rows
+    /// keep their positions: each becomes a body of its own with one entry.
+    static func v20PerfArchive(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE archive_bodies (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    owners INTEGER NOT NULL,
+                    from_bare TEXT NOT NULL,
+                    from_jid TEXT NOT NULL,
+                    to_jid TEXT NOT NULL,
+                    stanza_id TEXT NOT NULL,
+                    origin_id TEXT,
+                    message_id TEXT,
+                    message_type TEXT,
+                    stanza TEXT,
+                    archived_at INTEGER NOT NULL,
+                    retracted_at INTEGER
+                );
+                CREATE TABLE archive_entries (
+                    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    id INTEGER NOT NULL,
+                    with_bare TEXT NOT NULL,
+                    has_origin_id INTEGER,
+                    PRIMARY KEY (account_id, id)
+                ) WITHOUT ROWID;
+                INSERT INTO archive_bodies
+                    (id, owners, from_bare, from_jid, to_jid, stanza_id, origin_id, message_id, message_type, stanza, archived_at,
+                     retracted_at)
+                SELECT id, 1, from_bare, from_jid, to_jid, stanza_id, origin_id, message_id, message_type, stanza, archived_at,
+                       retracted_at
+                FROM archive_messages ORDER BY id;
+                INSERT INTO archive_entries (account_id, id, with_bare, has_origin_id)
+                SELECT account_id, id, with_bare, CASE WHEN origin_id IS NOT NULL THEN 1 END
+                FROM archive_messages;
+                DELETE FROM sqlite_sequence WHERE name = 'archive_bodies';
+                INSERT INTO sqlite_sequence (name, seq)
+                    SELECT 'archive_bodies', seq FROM sqlite_sequence WHERE name = 'archive_messages';
+                DROP TABLE archive_messages;
+                CREATE INDEX archive_bodies_stanza_id ON archive_bodies(stanza_id);
+                CREATE INDEX archive_bodies_origin_id ON archive_bodies(origin_id) WHERE origin_id IS NOT NULL;
+                CREATE INDEX archive_entries_with ON archive_entries(account_id, with_bare, id);
+                CREATE INDEX archive_entries_origin_id ON archive_entries(account_id, id) WHERE has_origin_id IS NOT NULL;
+                CREATE TRIGGER archive_entries_released AFTER DELETE ON archive_entries BEGIN
+                    UPDATE archive_bodies SET owners = owners - 1 WHERE id = OLD.id;
+                    DELETE FROM archive_bodies WHERE id = OLD.id AND owners <= 0;
+                END;
+                """)
     }
 }

@@ -10,7 +10,10 @@ extension SQLiteStorage: ArchiveStore {
         _ = try await offlineWriter.submit(user: "", .archive(entries: entries, maxPerUser: maxPerUser))
     }
 
-    /// The archive's rows for `entries`, inside the caller's transaction.
+    /// The archive's rows for `entries`, inside the caller's transaction. Consecutive entries
+    /// that are copies of one message for different owners (as `ArchiveModule` queues a
+    /// message between two local accounts) share one body row (v20_perf_archive); each
+    /// owner gets its own entry, at the body's position.
     static func writeArchive(_ entries: [ArchiveEntry], maxPerUser: Int?, options: Options, in db: Database) throws {
         var accounts: [String: Int64?] = [:]
         var preferences: [Int64: ArchivePreferences] = [:]
@@ -20,52 +23,76 @@ extension SQLiteStorage: ArchiveStore {
         // index of their own. A clock set back, or entries stamped on different threads a
         // moment apart, keep the newest time so far instead.
         var lastArchivedAt =
-            try Int64.fetchOne(db.cachedStatement(sql: "SELECT archived_at FROM archive_messages ORDER BY id DESC LIMIT 1")) ?? 0
-        let insert = try db.cachedStatement(
+            try Int64.fetchOne(db.cachedStatement(sql: "SELECT archived_at FROM archive_bodies ORDER BY id DESC LIMIT 1")) ?? 0
+        let insertBody = try db.cachedStatement(
             sql: """
-                INSERT INTO archive_messages
-                    (account_id, with_bare, from_bare, from_jid, to_jid, stanza_id, origin_id, message_id, message_type,
-                     stanza, archived_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO archive_bodies
+                    (owners, from_bare, from_jid, to_jid, stanza_id, origin_id, message_id, message_type, stanza, archived_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
+        let insertEntry = try db.cachedStatement(
+            sql: "INSERT INTO archive_entries (account_id, id, with_bare, has_origin_id) VALUES (?, ?, ?, ?)")
         // Two statements, not one with OR: each is served by its own index (an OR of the
-        // two made SQLite walk the account's whole archive).
+        // two made SQLite walk the whole archive). A shared body is tombstoned for every
+        // archive holding it, as the retraction's entries name them all.
         let retractByStanzaID = try db.cachedStatement(
             sql: """
-                UPDATE archive_messages SET stanza = NULL, retracted_at = ?
-                WHERE account_id = ? AND stanza_id = ? AND from_bare = ? AND retracted_at IS NULL
+                UPDATE archive_bodies SET stanza = NULL, retracted_at = ?
+                WHERE stanza_id = ? AND from_bare = ? AND retracted_at IS NULL
+                    AND EXISTS (SELECT 1 FROM archive_entries WHERE account_id = ? AND id = archive_bodies.id)
                 """)
         let retractByOriginID = try db.cachedStatement(
             sql: """
-                UPDATE archive_messages SET stanza = NULL, retracted_at = ?
-                WHERE account_id = ? AND origin_id = ? AND from_bare = ? AND retracted_at IS NULL
+                UPDATE archive_bodies SET stanza = NULL, retracted_at = ?
+                WHERE origin_id = ? AND from_bare = ? AND retracted_at IS NULL
+                    AND EXISTS (SELECT 1 FROM archive_entries WHERE account_id = ? AND id = archive_bodies.id)
                 """)
-        for entry in entries {
-            let cached = try accounts[entry.owner] ?? Self.accountID(of: entry.owner, in: db)
-            accounts[entry.owner] = cached
-            guard let accountID = cached else { continue }
-            let fromBare = Self.bare(entry.from)
-            if let target = entry.retracts {
-                let arguments: StatementArguments = [Self.milliseconds(entry.archivedAt), accountID, target, fromBare]
-                try retractByStanzaID.execute(arguments: arguments)
-                try retractByOriginID.execute(arguments: arguments)
+        var start = 0
+        var owners: [(account: Int64, with: String)] = []
+        while start < entries.count {
+            let message = entries[start]
+            var end = start + 1
+            while end < entries.count, entries[end].isCopy(of: message),
+                !entries[start..<end].contains(where: { $0.owner == entries[end].owner })
+            {
+                end += 1
             }
-            if preferences[accountID] == nil { preferences[accountID] = try Self.preferences(of: accountID, in: db) }
-            guard try Self.shouldArchive(with: entry.with, preferences: preferences[accountID]!, accountID: accountID, in: db) else {
-                continue
+            owners.removeAll(keepingCapacity: true)
+            let fromBare = Self.bare(message.from)
+            for entry in entries[start..<end] {
+                let cached = try accounts[entry.owner] ?? Self.accountID(of: entry.owner, in: db)
+                accounts[entry.owner] = cached
+                guard let accountID = cached else { continue }
+                if let target = entry.retracts {
+                    let arguments: StatementArguments = [Self.milliseconds(entry.archivedAt), target, fromBare, accountID]
+                    try retractByStanzaID.execute(arguments: arguments)
+                    try retractByOriginID.execute(arguments: arguments)
+                }
+                if preferences[accountID] == nil { preferences[accountID] = try Self.preferences(of: accountID, in: db) }
+                guard try Self.shouldArchive(with: entry.with, preferences: preferences[accountID]!, accountID: accountID, in: db)
+                else { continue }
+                owners.append((accountID, entry.with))
             }
-            lastArchivedAt = max(lastArchivedAt, Self.milliseconds(entry.archivedAt))
-            try insert.execute(arguments: [
-                accountID, entry.with, fromBare, entry.from, entry.to, entry.stanzaID, entry.originID, entry.messageID,
-                entry.messageType, entry.stanza, lastArchivedAt,
+            start = end
+            guard !owners.isEmpty else { continue }
+            lastArchivedAt = max(lastArchivedAt, Self.milliseconds(message.archivedAt))
+            try insertBody.execute(arguments: [
+                owners.count, fromBare, message.from, message.to, message.stanzaID, message.originID, message.messageID,
+                message.messageType, message.stanza, lastArchivedAt,
             ])
-            touched.insert(accountID)
+            let position = db.lastInsertedRowID
+            let hasOriginID: Int? = message.originID == nil ? nil : 1
+            for owner in owners {
+                try insertEntry.execute(arguments: [owner.account, position, owner.with, hasOriginID])
+                touched.insert(owner.account)
+            }
         }
         if let maxPerUser {
+            // Deleting an entry releases its body (the archive_entries_released trigger).
             let trim = try db.cachedStatement(
                 sql: """
-                    DELETE FROM archive_messages WHERE account_id = ? AND id <= (
-                        SELECT id FROM archive_messages WHERE account_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)
+                    DELETE FROM archive_entries WHERE account_id = ? AND id <= (
+                        SELECT id FROM archive_entries WHERE account_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)
                     """)
             for accountID in touched {
                 try trim.execute(arguments: [accountID, accountID, max(maxPerUser, 0)])
@@ -79,14 +106,18 @@ extension SQLiteStorage: ArchiveStore {
             guard let accountID = try Self.accountID(of: user, in: db) else {
                 return ArchivePage(messages: [], complete: true, count: 0, firstIndex: nil)
             }
-            var filter = "account_id = ?"
+            // `e` is the owner's entries, `b` their bodies; the counts join the bodies only
+            // when a filter reads them, so a plain count stays within the owner's index.
+            var filter = "e.account_id = ?"
             var arguments: StatementArguments = [accountID]
+            var readsBodies = false
             if let with = query.with {
                 if query.withIsFull {
-                    filter += " AND (from_jid = ? OR to_jid = ?)"
+                    filter += " AND (b.from_jid = ? OR b.to_jid = ?)"
                     arguments += [with, with]
+                    readsBodies = true
                 } else {
-                    filter += " AND with_bare = ?"
+                    filter += " AND e.with_bare = ?"
                     arguments += [with]
                 }
             }
@@ -95,70 +126,80 @@ extension SQLiteStorage: ArchiveStore {
             // start) and the oldest after `end`.
             if let start = query.start {
                 filter += """
-                     AND id > COALESCE((SELECT id FROM archive_messages WHERE account_id = ? AND archived_at < ?
-                                        ORDER BY id DESC LIMIT 1), -1)
+                     AND e.id > COALESCE((SELECT s.id FROM archive_entries s JOIN archive_bodies t ON t.id = s.id
+                                          WHERE s.account_id = ? AND t.archived_at < ? ORDER BY s.id DESC LIMIT 1), -1)
                     """
                 arguments += [accountID, Self.milliseconds(start)]
             }
             if let end = query.end {
                 filter += """
-                     AND id < COALESCE((SELECT id FROM archive_messages WHERE account_id = ? AND archived_at > ?
-                                        ORDER BY id LIMIT 1), 9223372036854775807)
+                     AND e.id < COALESCE((SELECT s.id FROM archive_entries s JOIN archive_bodies t ON t.id = s.id
+                                          WHERE s.account_id = ? AND t.archived_at > ? ORDER BY s.id LIMIT 1), 9223372036854775807)
                     """
                 arguments += [accountID, Self.milliseconds(end)]
             }
             func position(of stanzaID: String) throws -> Int64 {
                 guard
                     let position = try Int64.fetchOne(
-                        db, sql: "SELECT id FROM archive_messages WHERE account_id = ? AND stanza_id = ? ORDER BY id LIMIT 1",
+                        db,
+                        sql: """
+                            SELECT b.id FROM archive_bodies b JOIN archive_entries e ON e.account_id = ? AND e.id = b.id
+                            WHERE b.stanza_id = ? ORDER BY b.id LIMIT 1
+                            """,
                         arguments: [accountID, stanzaID])
                 else { throw StorageError.itemNotFound("archive id '\(stanzaID)'") }
                 return position
             }
             if let afterID = query.afterID {
-                filter += " AND id > ?"
+                filter += " AND e.id > ?"
                 arguments += [try position(of: afterID)]
             }
             if let beforeID = query.beforeID {
-                filter += " AND id < ?"
+                filter += " AND e.id < ?"
                 arguments += [try position(of: beforeID)]
             }
             if let ids = query.ids {
-                filter += " AND stanza_id IN (\(ids.isEmpty ? "NULL" : Array(repeating: "?", count: ids.count).joined(separator: ", ")))"
+                filter += " AND b.stanza_id IN (\(ids.isEmpty ? "NULL" : Array(repeating: "?", count: ids.count).joined(separator: ", ")))"
                 arguments += StatementArguments(ids)
+                readsBodies = true
             }
-            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM archive_messages WHERE \(filter)", arguments: arguments) ?? 0
+            let counted = readsBodies ? "archive_entries e JOIN archive_bodies b ON b.id = e.id" : "archive_entries e"
+            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(counted) WHERE \(filter)", arguments: arguments) ?? 0
 
             var paged = filter
             var pagedArguments = arguments
             if let after = query.after {
-                paged += " AND id > ?"
+                paged += " AND e.id > ?"
                 pagedArguments += [try position(of: after)]
             }
             let backwards = query.before != nil
             if let before = query.before, !before.isEmpty {
-                paged += " AND id < ?"
+                paged += " AND e.id < ?"
                 pagedArguments += [try position(of: before)]
             }
             let limit = max(query.max, 0)
-            let columns = "id, stanza_id, origin_id, message_id, message_type, from_jid, to_jid, stanza, archived_at, retracted_at"
+            let columns =
+                "e.id, b.stanza_id, b.origin_id, b.message_id, b.message_type, b.from_jid, b.to_jid, b.stanza, b.archived_at, b.retracted_at"
             var rows = try Row.fetchAll(
                 db,
-                sql: "SELECT \(columns) FROM archive_messages WHERE \(paged) ORDER BY id \(backwards ? "DESC" : "ASC") LIMIT ?",
+                sql: """
+                    SELECT \(columns) FROM archive_entries e JOIN archive_bodies b ON b.id = e.id
+                    WHERE \(paged) ORDER BY e.id \(backwards ? "DESC" : "ASC") LIMIT ?
+                    """,
                 arguments: pagedArguments + [limit + 1])
             let complete = rows.count <= limit
             rows = Array(rows.prefix(limit))
             if backwards { rows.reverse() }
             let messages = rows.map { row in
                 ArchivedMessage(
-                    position: row["id"], stanzaID: row["stanza_id"], originID: row["origin_id"], messageID: row["message_id"],
-                    messageType: row["message_type"], from: row["from_jid"], to: row["to_jid"], stanza: row["stanza"], archivedAt: Self.date(milliseconds: row["archived_at"]),
-                    retractedAt: (row["retracted_at"] as Int64?).map(Self.date(milliseconds:)))
+                    position: row[0], stanzaID: row[1], originID: row[2], messageID: row[3], messageType: row[4], from: row[5],
+                    to: row[6], stanza: row[7], archivedAt: Self.date(milliseconds: row[8]),
+                    retractedAt: (row[9] as Int64?).map(Self.date(milliseconds:)))
             }
             var firstIndex: Int?
             if let first = messages.first {
                 firstIndex = try Int.fetchOne(
-                    db, sql: "SELECT COUNT(*) FROM archive_messages WHERE \(filter) AND id < ?", arguments: arguments + [first.position])
+                    db, sql: "SELECT COUNT(*) FROM \(counted) WHERE \(filter) AND e.id < ?", arguments: arguments + [first.position])
             }
             return ArchivePage(messages: messages, complete: complete, count: count, firstIndex: firstIndex)
         }
@@ -167,13 +208,14 @@ extension SQLiteStorage: ArchiveStore {
     public func recentOriginIDs(of user: String, sentAs bareJID: String, limit: Int) async throws -> [SentOriginID] {
         try await pool.read { db in
             guard let accountID = try Self.accountID(of: user, in: db) else { return [] }
-            // Served by the partial index archive_messages_sent: no scan of received messages.
+            // Served by the partial index archive_entries_origin_id: no walk through messages
+            // without an origin-id.
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT with_bare, origin_id FROM archive_messages
-                    WHERE account_id = ? AND from_bare = ? AND origin_id IS NOT NULL
-                    ORDER BY id DESC LIMIT ?
+                    SELECT e.with_bare, b.origin_id FROM archive_entries e JOIN archive_bodies b ON b.id = e.id
+                    WHERE e.account_id = ? AND e.has_origin_id IS NOT NULL AND b.from_bare = ? AND b.origin_id IS NOT NULL
+                    ORDER BY e.id DESC LIMIT ?
                     """, arguments: [accountID, bareJID, max(limit, 0)])
             return rows.map { SentOriginID(to: $0["with_bare"], originID: $0["origin_id"]) }
         }
@@ -207,16 +249,23 @@ extension SQLiteStorage: ArchiveStore {
     public func pruneArchive(before date: Date) async throws -> Int {
         try await pool.write { db in
             // Times follow the archive order (v17_archive_rows): everything before the oldest
-            // row at or after `date`, found by walking from the oldest end through the rows
-            // that go anyway.
+            // body at or after `date`, found by walking from the oldest end through the rows
+            // that go anyway. Each account's entries before it go (counted, as each is a
+            // message in an archive), and with them their bodies (archive_entries_released).
+            let bound =
+                try Int64.fetchOne(
+                    db,
+                    sql: """
+                        SELECT COALESCE(
+                            (SELECT id FROM archive_bodies WHERE archived_at >= ? ORDER BY id LIMIT 1),
+                            (SELECT MAX(id) + 1 FROM archive_bodies))
+                        """,
+                    arguments: [Self.milliseconds(date)]) ?? 0
             try db.execute(
-                sql: """
-                    DELETE FROM archive_messages WHERE id < COALESCE(
-                        (SELECT id FROM archive_messages WHERE archived_at >= ? ORDER BY id LIMIT 1),
-                        (SELECT MAX(id) + 1 FROM archive_messages))
-                    """,
-                arguments: [Self.milliseconds(date)])
-            return db.changesCount
+                sql: "DELETE FROM archive_entries WHERE account_id IN (SELECT id FROM accounts) AND id < ?", arguments: [bound])
+            let pruned = db.changesCount
+            try db.execute(sql: "DELETE FROM archive_bodies WHERE id < ?", arguments: [bound])
+            return pruned
         }
     }
 
@@ -262,5 +311,15 @@ extension SQLiteStorage: ArchiveStore {
 
     static func date(milliseconds: Int64) -> Date {
         Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+    }
+}
+
+extension ArchiveEntry {
+    /// Another archive's copy of the same message: everything but the owner and the other
+    /// party is the same, so both archives can share one body.
+    func isCopy(of other: ArchiveEntry) -> Bool {
+        stanzaID == other.stanzaID && stanza == other.stanza && from == other.from && to == other.to
+            && originID == other.originID && messageID == other.messageID && messageType == other.messageType
+            && archivedAt == other.archivedAt && retracts == other.retracts
     }
 }
