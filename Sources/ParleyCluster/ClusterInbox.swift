@@ -102,7 +102,9 @@ final class ClusterInbox: Sendable {
 
     private func deliver(_ rows: [Row]) {
         guard !rows.isEmpty else { return }
-        let stanzas = StoredStanza.parseAll(rows.map { $0.kind == InboxKind.terminate.rawValue ? "" : $0.stanza })
+        // Only stanza and room rows hold a stanza; the others' text is read as it is.
+        let parsed: Set<Int16> = [InboxKind.stanza.rawValue, InboxKind.room.rawValue]
+        let stanzas = StoredStanza.parseAll(rows.map { parsed.contains($0.kind) ? $0.stanza : "" })
         var done: [Int64] = []
         for (row, stanza) in zip(rows, stanzas) {
             let target = try? JID(row.target)

@@ -37,16 +37,9 @@ extension C2SSessionHandler {
                     handler.pendingDurabilityPruned += done
                 }
                 guard !handler.isClosed else { return }
+                // Archive rows still pending then ask for the one archive wake-up the session
+                // waits on (`wakeWhenArchived`), not one of their own per <r/>.
                 handler.answerDeferredAcknowledgements(archive)
-            }
-        }
-        if let rows, let archive {
-            archive.whenWritten(rows.upperBound) {
-                loop.execute {
-                    let handler = loopBound.value
-                    guard !handler.isClosed else { return }
-                    handler.answerDeferredAcknowledgements(archive)
-                }
             }
         }
     }
