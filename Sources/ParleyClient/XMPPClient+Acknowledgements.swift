@@ -25,6 +25,7 @@ extension XMPPClient {
     func acknowledged(_ h: UInt32) async {
         guard managedIsLive else { return }
         managed?.acknowledgementRequested = false
+        resumedWithoutAcknowledgement = false
         guard let handled = acknowledge(h) else { return }
         notifyAcknowledged(handled)
         // Whatever went out after our `<r/>` still needs its own acknowledgement.

@@ -46,6 +46,8 @@ public actor XMPPClient {
     var managed: ManagedSessionState?
     /// `managed` belongs to the current connection (not to one that dropped).
     var managedIsLive = false
+    /// The current connection resumed its session and no `<a/>` has come back on it since.
+    var resumedWithoutAcknowledgement = false
     private var nextID = 0
     /// The presence sent when a new session starts (see `setInitialPresence`).
     private var initialPresence = XMLElement("presence", namespace: XMLNamespace.client)
@@ -229,6 +231,7 @@ public actor XMPPClient {
             // sent again, in order, and stays unacknowledged until it is.
             resumed = true
             managedIsLive = true
+            resumedWithoutAcknowledgement = true
             managed?.acknowledgementRequested = false
             if let handled = acknowledge(h) { notifyAcknowledged(handled) }
             eventSink.yield(.resumed(jid: jid))
@@ -236,6 +239,7 @@ public actor XMPPClient {
             if managed?.unacknowledged.isEmpty == false { requestAcknowledgement() }
         case .bound(let management, let failed):
             resumed = false
+            resumedWithoutAcknowledgement = false
             // A new session: of what the old one sent and never had acknowledged, the
             // messages go again (the receiving side drops any it already has, by origin id);
             // requests and presence belong to the old session.
@@ -291,6 +295,9 @@ public actor XMPPClient {
             resumeConnectWaiters(with: ClientError.certificateUntrusted(reason))
         case .connectionLost(let reason):
             scheduleReconnect(after: .connectionLost(reason))
+        case .serverSilent:
+            abandonUnresponsiveResumedSession()
+            scheduleReconnect(after: .connectionLost(ConnectionEnd.silenceDescription))
         case .redirected(let target):
             followRedirect(to: target)
         case .registered, .registrationRefused:

@@ -95,7 +95,7 @@ enum MessageBenchmark: Benchmark {
         var healthy = true
         if warmup > 0 {
             let result = run.phase(.throughput(window: window), seconds: warmup, server: server)
-            say("\(label) warm-up: \(result.delivered) messages, \(format(result.rate, 0))/s, lost \(result.lost)")
+            say("\(label) warm-up: \(result.delivered) messages, \(format(result.rate, 0))/s, lost \(result.lost), disorder \(result.disorder), errors \(result.errors)")
             healthy = healthy && result.clean
         }
         for phase in phases {

@@ -47,6 +47,7 @@ extension XMPPClient {
         case .authenticationFailed(let reason): throw ClientError.authenticationFailed(reason)
         case .streamError(let error): throw ClientError.connectionFailed(error.description)
         case .connectionLost(let reason): throw ClientError.connectionFailed(reason)
+        case .serverSilent: throw ClientError.connectionFailed(ConnectionEnd.silenceDescription)
         case .redirected(let target): throw ClientError.connectionFailed("the server sent the client to \(target)")
         }
     }

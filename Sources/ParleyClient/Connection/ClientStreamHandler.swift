@@ -89,7 +89,7 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
         switch error {
         case let streamError as StreamError where streamError.condition == .connectionTimeout:
-            finish(.connectionLost("no answer from the server (heartbeat timed out)"))
+            finish(.serverSilent)
         case let streamError as StreamError:
             // The server's bytes broke the rules: say so, then give up the connection.
             write(.error(streamError))
@@ -385,6 +385,9 @@ final class ClientStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
 /// How one connection ended, as the connection saw it.
 enum ConnectionEnd: Sendable, Equatable {
     case connectionLost(String)
+    /// Nothing came from the server for a heartbeat interval and its timeout, though the
+    /// client asked (`<r/>` or a ping).
+    case serverSilent
     case streamError(StreamError)
     case authenticationFailed(String)
     case certificateUntrusted(String)

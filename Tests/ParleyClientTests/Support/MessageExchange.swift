@@ -17,6 +17,10 @@ struct MessageExchange {
         configuration.port = proxy.port
         configuration.reconnect.initialDelay = .milliseconds(50)
         configuration.reconnect.maximumDelay = .milliseconds(300)
+        // A server that stops answering (a resumed session that handles nothing) is found
+        // by the heartbeat: soon enough to leave time for the catch-up.
+        configuration.heartbeatInterval = .seconds(5)
+        configuration.heartbeatTimeout = .seconds(5)
         let name = configuration.jid.localpart ?? "client"
         let client = try ChatClient(configuration: configuration, cachePath: cacheDirectory + "/\(name).sqlite", logger: quietLogger("client.\(name)"))
         return (client, EventRecorder(client.events))
