@@ -20,11 +20,13 @@ extension XMPPClient {
         guard managedIsLive, let session = managed, !session.acknowledgementRequested else { return }
         managed?.acknowledgementRequested = true
         connection?.send(StreamManagementElements.request)
+        watchAcknowledgement()
     }
 
     func acknowledged(_ h: UInt32) async {
         guard managedIsLive else { return }
         managed?.acknowledgementRequested = false
+        acknowledgementWatch?.cancel()
         resumedWithoutAcknowledgement = false
         guard let handled = acknowledge(h) else { return }
         notifyAcknowledged(handled)

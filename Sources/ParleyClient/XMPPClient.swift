@@ -48,6 +48,8 @@ public actor XMPPClient {
     var managedIsLive = false
     /// The current connection resumed its session and no `<a/>` has come back on it since.
     var resumedWithoutAcknowledgement = false
+    /// Ends a connection whose server leaves our `<r/>` unanswered (see `watchAcknowledgement`).
+    var acknowledgementWatch: Task<Void, Never>?
     private var nextID = 0
     /// The presence sent when a new session starts (see `setInitialPresence`).
     private var initialPresence = XMLElement("presence", namespace: XMLNamespace.client)
@@ -271,6 +273,7 @@ public actor XMPPClient {
         if state == .connected { connectionsLost += 1 }
         connection = nil
         managedIsLive = false
+        acknowledgementWatch?.cancel()
         resumeAcknowledgementWaiters()
         boundJID = nil
         streamFeatures = nil

@@ -8,7 +8,8 @@ import Testing
 /// after every heartbeat timeout would keep the client's messages from ever arriving; the
 /// client must give that session up and bind a new one.
 @Suite struct UnresponsiveResumptionTests {
-    @Test func aResumedSessionThatNeverAnswersIsReplacedByANewOne() async throws {
+    @Test(arguments: [false, true])
+    func aResumedSessionThatNeverAnswersIsReplacedByANewOne(whileMessagesKeepComing: Bool) async throws {
         let server = try await TestServer.start { configuration in
             // Plain TCP, so that the proxy sees the client's <resume/>; TLS is not under test.
             configuration.tls.required = false
@@ -34,6 +35,15 @@ import Testing
 
             proxy.cutAll()
             try await aliceEvents.next("the session resumed behind the proxy") { if case .resumed = $0 { true } else { false } }
+            // Bob's messages still reach the dead session, so the server is never silent: only
+            // the unanswered <r/> tells.
+            let chatter = Task {
+                while whileMessagesKeepComing, !Task.isCancelled {
+                    _ = await bob.sendMessage(to: try JID("alice@localhost"), body: "still there?")
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+            }
+            defer { chatter.cancel() }
             let id = await alice.sendMessage(to: try JID("bob@localhost"), body: "said after the resumption")
             // The proxy swallows it; the heartbeat finds the server silent, and a new session
             // (no <resume/> for the proxy to catch) carries the message.
