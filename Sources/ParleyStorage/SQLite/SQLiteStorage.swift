@@ -100,7 +100,8 @@ public final class SQLiteStorage: Sendable {
         try migrator.migrate(pool)
         offlineWriter = OfflineGroupCommit(pool: pool, options: options)
         groupedWrites = GroupedWrites(pool: pool, batchLimit: options.offlineBatchLimit)
-        quickReads = QuickReads(pool: pool, queues: options.maximumReaderCount)
+        // Two: one per core of a small machine; more would only wait for the CPU.
+        quickReads = try QuickReads(path: path, configuration: configuration, count: min(2, options.maximumReaderCount))
     }
 
     /// An exclusive `flock` on the database's directory. Not on the database file itself:
