@@ -10,6 +10,12 @@ public protocol AccountStore: Sendable {
     /// The account, or nil if there is none.
     func account(username: String) async throws -> AccountRecord?
 
+    /// The same lookup for a caller that is not a Swift task (a SASL exchange on an event
+    /// loop): `completion` runs once, on a thread of the store's. A backend that can answer
+    /// without a task in between (SQLite) saves the caller two thread hops per login; the
+    /// default runs the `async` lookup in a task.
+    func account(username: String, completion: @escaping @Sendable (Result<AccountRecord?, any Error>) -> Void)
+
     /// Replaces all of the account's keys (a password change) and records the change in the
     /// `AccountChangeFeed`, so that a server in another process can react to it. Throws
     /// `StorageError.accountNotFound`.
@@ -24,4 +30,16 @@ public protocol AccountStore: Sendable {
     func usernames() async throws -> [String]
 
     func accountCount() async throws -> Int
+}
+
+extension AccountStore {
+    public func account(username: String, completion: @escaping @Sendable (Result<AccountRecord?, any Error>) -> Void) {
+        Task {
+            do {
+                completion(.success(try await account(username: username)))
+            } catch {
+                completion(.failure(error))
+            }
+        }
+    }
 }

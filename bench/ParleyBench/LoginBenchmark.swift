@@ -247,6 +247,10 @@ final class LoginRun: Sendable {
 
 /// Opening one benchmark client connection, shared by the login and message benchmarks.
 enum LoginClient {
+    /// Linux's IP_BIND_ADDRESS_NO_PORT (24; Glibc does not export it).
+    static let bindAddressNoPort = ChannelOptions.Types.SocketOption(
+        level: NIOBSDSocket.OptionLevel(rawValue: CInt(IPPROTO_IP)), name: NIOBSDSocket.Option(rawValue: 24))
+
     /// Connects `<prefix><number>` on `loop` and logs it in with `LoginClientHandler`, which calls
     /// `finish` once (pong or failure). With `next`, the handler made by it sits after the login
     /// handler and gets every stanza the login does not consume, and `LoginClientHandler.Event`s.
@@ -279,9 +283,17 @@ enum LoginClient {
             }
         if settings.sources > 1 {
             // Several loopback source addresses, so 10,000+ connections never run out of
-            // ephemeral ports towards one server port.
+            // ephemeral ports towards one server port. The port is picked at connect time
+            // (IP_BIND_ADDRESS_NO_PORT), not by a search of the bound ports at bind.
             let source = try? SocketAddress(ipAddress: "127.0.0.\(1 + sourceIndex % settings.sources)", port: 0)
-            if let source { bootstrap = bootstrap.bind(to: source) }
+            if let source {
+                bootstrap = bootstrap.channelOption(Self.bindAddressNoPort, value: 1).bind(to: source)
+            }
+        }
+        // An address given as digits needs no resolver: `connect(host:port:)` would run
+        // getaddrinfo and a Happy Eyeballs race for every login (a real client resolves once).
+        if let address = try? SocketAddress(ipAddress: settings.host, port: settings.port) {
+            return bootstrap.connect(to: address)
         }
         return bootstrap.connect(host: settings.host, port: settings.port)
     }

@@ -4,24 +4,32 @@ import NIOConcurrencyHelpers
 /// parallel. Presence handling reads and writes storage; without this, two presence stanzas
 /// of one session could overtake each other.
 final class UserQueue: Sendable {
-    private let tails = NIOLockedValueBox([String: Task<Void, Never>]())
+    private struct State {
+        /// Each user's last task, with the ticket that tells it from a later one.
+        var tails: [String: (task: Task<Void, Never>, ticket: UInt64)] = [:]
+        var nextTicket: UInt64 = 0
+    }
+
+    private let state = NIOLockedValueBox(State())
 
     @discardableResult
     func enqueue(_ user: String, _ work: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
-        tails.withLockedValue { tails in
-            let previous = tails[user]
-            let task = Task {
+        state.withLockedValue { state in
+            let previous = state.tails[user]?.task
+            state.nextTicket &+= 1
+            let ticket = state.nextTicket
+            let task = Task { [box = self.state] in
                 await previous?.value
                 await work()
-            }
-            tails[user] = task
-            // Drop the entry once nothing is queued behind this task, so idle users cost nothing.
-            Task { [weak self] in
-                await task.value
-                self?.tails.withLockedValue { tails in
-                    if tails[user] == task { tails[user] = nil }
+                // Drop the entry once nothing is queued behind this task, so idle users cost
+                // nothing. The task does it itself (it cannot finish before this `enqueue`
+                // lets go of the lock): a second task per enqueue waiting for the first cost
+                // a task and a thread wake-up, several per login.
+                box.withLockedValue { state in
+                    if state.tails[user]?.ticket == ticket { state.tails[user] = nil }
                 }
             }
+            state.tails[user] = (task, ticket)
             return task
         }
     }

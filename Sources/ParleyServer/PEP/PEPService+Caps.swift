@@ -6,14 +6,18 @@ import ParleyCore
 /// answer hashes to it. An answer that does not is believed for the resource that gave it
 /// alone (like Prosody), never for others who claim the same `ver`.
 extension PEPService {
+    /// A presence without caps needs no task: `presenceChanged` is only for one with them.
+    func presenceChangedWithoutCaps(_ session: SessionHandle, initial: Bool) {
+        // No caps on a later presence may be a client saving bytes: keep what it had.
+        if initial {
+            interests.set([], for: session.jid, fresh: true)
+            mirrorInterests(of: session)
+        }
+    }
+
     func presenceChanged(_ session: SessionHandle, _ presence: XMLElement, initial: Bool) async {
         guard let announcement = EntityCapabilities.Announcement(presence: presence) else {
-            // No caps on a later presence may be a client saving bytes: keep what it had.
-            if initial {
-                interests.set([], for: session.jid, fresh: true)
-                mirrorInterests(of: session)
-            }
-            return
+            return presenceChangedWithoutCaps(session, initial: initial)
         }
         if !initial, interests.isSettled(session.jid, ver: announcement.ver) { return }
         guard announcement.isVerifiable else { return await learn(session, announcement, initial: initial, shared: false) }

@@ -70,6 +70,10 @@ public final class PEPService: Sendable {
             case .accountRemoved(let username):
                 recipientCache.rosterChanged(username)
             case .availablePresence(let session, let presence, let initial):
+                // Without caps (most logins of simple clients) nothing waits: no task for it.
+                guard EntityCapabilities.Announcement(presence: presence) != nil else {
+                    return self.presenceChangedWithoutCaps(session, initial: initial)
+                }
                 Task { await self.presenceChanged(session, presence, initial: initial) }
             case .presenceSubscriptionApproved(let owner, let subscriber):
                 Task { await self.subscriptionApproved(owner: owner, subscriber: subscriber) }

@@ -88,7 +88,8 @@ extension C2SSessionHandler {
         server.events.publish(.sessionBound(handle))
         sessionStart = .now()
         server.metrics.sessionsAuthenticated.increment()
-        logger.info("session started", metadata: ["secure": "\(isSecure)"])
+        // `logger` builds its metadata (strings, a dictionary) even for a message it drops.
+        if server.logger.logLevel <= .info { logger.info("session started", metadata: ["secure": "\(isSecure)"]) }
         var result = XMLElement("bind", namespace: XMLNamespace.bind)
         result.append(XMLElement("jid", text: handle.jid.description))
         var reply = request.iqResult(result)

@@ -57,10 +57,19 @@ extension C2SSessionHandler {
         return nil
     }
 
+    /// The same for every stream with the same transport and security: built once per
+    /// server (`ServerContext.features`), not per stream header.
     func preAuthenticationFeatures() -> XMLElement {
+        server.features.beforeAuthentication(offersStartTLS: transport.offersStartTLS, secure: isSecure)
+    }
+
+    func bindFeatures() -> XMLElement {
+        server.features.afterAuthentication
+    }
+
+    static func preAuthenticationFeatures(policy: C2SPolicy, hasTLS: Bool, offersStartTLS: Bool, secure: Bool) -> XMLElement {
         var features = XMLElement("features", namespace: XMLNamespace.streams)
-        let policy = server.policy
-        let canStartTLS = transport.offersStartTLS && !isSecure && policy.tlsAvailable && server.tls != nil
+        let canStartTLS = offersStartTLS && !secure && policy.tlsAvailable && hasTLS
         if canStartTLS {
             var starttls = XMLElement("starttls", namespace: XMLNamespace.tls)
             if policy.tlsRequired { starttls.append(XMLElement("required")) }
@@ -68,7 +77,7 @@ extension C2SSessionHandler {
         }
         // While TLS is still required, only STARTTLS is on offer (RFC 6120 §5.3.1).
         if !(canStartTLS && policy.tlsRequired) {
-            let mechanisms = policy.offeredMechanisms(secure: isSecure)
+            let mechanisms = policy.offeredMechanisms(secure: secure)
             if !mechanisms.isEmpty { features.append(SASLMechanism.featureElement(offering: mechanisms)) }
             if policy.registrationEnabled {
                 features.append(XMLElement("register", namespace: Self.registerFeatureNamespace))
@@ -77,14 +86,14 @@ extension C2SSessionHandler {
         return features
     }
 
-    func bindFeatures() -> XMLElement {
+    static func bindFeatures(streamFeatures: [XMLElement]) -> XMLElement {
         var features = XMLElement("features", namespace: XMLNamespace.streams)
         features.append(XMLElement("bind", namespace: XMLNamespace.bind))
         var session = XMLElement("session", namespace: XMLNamespace.session)
         session.append(XMLElement("optional"))
         features.append(session)
         features.append(Self.clientStateFeature)
-        for feature in server.streamFeatures { features.append(feature) }
+        for feature in streamFeatures { features.append(feature) }
         return features
     }
 

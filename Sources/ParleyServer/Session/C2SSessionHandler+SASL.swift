@@ -87,7 +87,10 @@ extension C2SSessionHandler {
             return authenticationFailed(SASLFailure(.notAuthorized))
         }
         let accounts = server.accounts
-        suspend({ try await accounts.account(username: username) }) { [self] result in
+        // The lookup answers on a storage thread, and one hop brings it back here: no task.
+        suspend(lookup: { (answer: @escaping @Sendable (Result<AccountRecord?, any Error>) -> Void) in
+            accounts.account(username: username, completion: answer)
+        }) { [self] result in
             do {
                 let challenge: [UInt8]
                 if case .success(let record?) = result,
@@ -151,6 +154,27 @@ extension C2SSessionHandler {
             case .success(.some(let accountID)): authenticationSucceeded(username: username, accountID: accountID, additionalData: nil)
             case .success(.none): authenticationFailed(SASLFailure(.notAuthorized))
             case .failure: authenticationFailed(SASLFailure(.temporaryAuthFailure))
+            }
+        }
+    }
+
+    /// `suspend` for work that reports through a callback on another thread (a store's
+    /// lookup that needs no Swift task): one hop back to the event loop when it answers.
+    private func suspend<Value: Sendable>(
+        lookup: (@escaping @Sendable (Result<Value, any Error>) -> Void) -> Void,
+        then resume: @escaping (Result<Value, any Error>) -> Void
+    ) {
+        guard let context else { return }
+        isSuspended = true
+        let eventLoop = context.eventLoop
+        let loopBound = NIOLoopBound((self, resume), eventLoop: eventLoop)
+        lookup { result in
+            eventLoop.execute {
+                let (handler, resume) = loopBound.value
+                handler.isSuspended = false
+                guard !handler.isClosed else { return }
+                resume(result)
+                handler.drainSuspendedEvents()
             }
         }
     }

@@ -207,7 +207,9 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case .handshakeCompleted(let info)? = event as? TLSEvent {
             isSecure = true
-            logger.debug("TLS established", metadata: ["tls": "\(info.protocolVersion) \(info.cipherSuite)"])
+            if server.logger.logLevel <= .debug {
+                logger.debug("TLS established", metadata: ["tls": "\(info.protocolVersion) \(info.cipherSuite)"])
+            }
         } else if event is StreamKeepaliveHandler.PeerIdle {
             pingIdlePeer()
         } else if let shutdown = event as? ServerShutdownEvent {
@@ -432,7 +434,18 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func makeStreamID() -> String {
         let bytes = (try? SecureRandom.bytes(12)) ?? []
-        return bytes.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+        // Hex written straight into one string: two stream headers per login made 24 small
+        // strings and a join each.
+        return String(unsafeUninitializedCapacity: bytes.count * 2) { buffer in
+            let digits: StaticString = "0123456789abcdef"
+            var index = 0
+            for byte in bytes {
+                buffer[index] = digits.utf8Start[Int(byte >> 4)]
+                buffer[index + 1] = digits.utf8Start[Int(byte & 0x0F)]
+                index += 2
+            }
+            return index
+        }
     }
 
     func cancelUnauthenticatedTimer() {

@@ -28,6 +28,8 @@ public final class ServerContext: Sendable {
     /// (a changing salt would reveal that the user does not exist). Random per process.
     let unknownUserSecret: [UInt8]
     private let nextSessionID = NIOLockedValueBox<UInt64>(0)
+    /// The stream features, built once instead of at every stream header.
+    let features: StreamFeatureSet
 
     public init(
         policy: C2SPolicy, sessions: SessionRegistry, router: StanzaRouter, accounts: any AccountStore,
@@ -49,6 +51,7 @@ public final class ServerContext: Sendable {
         self.metrics = metrics
         self.logger = logger
         self.unknownUserSecret = try SecureRandom.bytes(32)
+        self.features = StreamFeatureSet(policy: policy, hasTLS: tls != nil, streamFeatures: streamFeatures)
     }
 
     func makeSessionID() -> UInt64 {
@@ -56,5 +59,25 @@ public final class ServerContext: Sendable {
             $0 += 1
             return $0
         }
+    }
+}
+
+/// Every `<stream:features/>` a client stream can be offered: before authentication one per
+/// transport kind (STARTTLS on offer or not) and security, after it one for all.
+struct StreamFeatureSet: Sendable {
+    let afterAuthentication: XMLElement
+    /// Indexed by `offersStartTLS` (2) and `secure` (1).
+    private let beforeAuthentication: [XMLElement]
+
+    init(policy: C2SPolicy, hasTLS: Bool, streamFeatures: [XMLElement]) {
+        afterAuthentication = C2SSessionHandler.bindFeatures(streamFeatures: streamFeatures)
+        beforeAuthentication = (0..<4).map { index in
+            C2SSessionHandler.preAuthenticationFeatures(
+                policy: policy, hasTLS: hasTLS, offersStartTLS: index & 2 != 0, secure: index & 1 != 0)
+        }
+    }
+
+    func beforeAuthentication(offersStartTLS: Bool, secure: Bool) -> XMLElement {
+        beforeAuthentication[(offersStartTLS ? 2 : 0) + (secure ? 1 : 0)]
     }
 }

@@ -23,6 +23,8 @@ final class GroupedWrites: @unchecked Sendable {
 
     private let pool: DatabasePool
     private let batchLimit: Int
+    /// Where the batches are written, one after another.
+    private let writerQueue = DispatchQueue(label: "parley.sqlite.grouped-writes")
     private let lock = NSLock()
     /// Guarded by `lock`.
     private var queue: [Request] = []
@@ -65,14 +67,16 @@ final class GroupedWrites: @unchecked Sendable {
             writing = true
             return true
         }
-        if startWriter { Task.detached { await self.drain() } }
+        // GRDB's synchronous API on a queue of our own: its `async` write hops from a task to
+        // the writer's queue and back, one more wake-up per batch (a login's logout is one).
+        if startWriter { writerQueue.async { self.drain() } }
     }
 
-    private func drain() async {
+    private func drain() {
         while let batch = nextBatch() {
             var outcomes: [(any Error)?]
             do {
-                outcomes = try await pool.write { db in try Self.apply(batch, in: db) }
+                outcomes = try pool.write { db in try Self.apply(batch, in: db) }
             } catch {
                 outcomes = Array(repeating: error, count: batch.count)
             }

@@ -19,24 +19,32 @@ extension SQLiteStorage: AccountStore {
     /// Runs on every login: one query with cached statements (parsing the SQL each time
     /// cost more than the lookup itself).
     public func account(username: String) async throws -> AccountRecord? {
-        try await pool.read { db in
-            let statement = try db.cachedStatement(
-                sql: """
-                    SELECT a.id, a.created_at, k.hash_name, k.salt, k.iterations, k.stored_key, k.server_key
-                    FROM accounts a LEFT JOIN account_keys k ON k.account_id = a.id
-                    WHERE a.username = ? ORDER BY k.hash_name
-                    """)
-            let rows = try Row.fetchAll(statement, arguments: [username])
-            guard let first = rows.first else { return nil }
-            let keys = rows.compactMap { key -> StoredSCRAMKeys? in
-                guard let hashName: String = key["hash_name"] else { return nil }
-                return StoredSCRAMKeys(
-                    hashName: hashName, salt: [UInt8](key["salt"] as Data),
-                    iterations: key["iterations"], storedKey: [UInt8](key["stored_key"] as Data),
-                    serverKey: [UInt8](key["server_key"] as Data))
-            }
-            return AccountRecord(username: username, keys: keys, createdAt: first["created_at"], id: first["id"])
+        try await quickReads.read { db in try Self.account(username: username, in: db) }
+    }
+
+    /// The same lookup, answered on a storage thread without a Swift task in between: what
+    /// a SASL exchange on an event loop waits for.
+    public func account(username: String, completion: @escaping @Sendable (Result<AccountRecord?, any Error>) -> Void) {
+        quickReads.read({ db in try Self.account(username: username, in: db) }, completion: completion)
+    }
+
+    private static func account(username: String, in db: Database) throws -> AccountRecord? {
+        let statement = try db.cachedStatement(
+            sql: """
+                SELECT a.id, a.created_at, k.hash_name, k.salt, k.iterations, k.stored_key, k.server_key
+                FROM accounts a LEFT JOIN account_keys k ON k.account_id = a.id
+                WHERE a.username = ? ORDER BY k.hash_name
+                """)
+        let rows = try Row.fetchAll(statement, arguments: [username])
+        guard let first = rows.first else { return nil }
+        let keys = rows.compactMap { key -> StoredSCRAMKeys? in
+            guard let hashName: String = key["hash_name"] else { return nil }
+            return StoredSCRAMKeys(
+                hashName: hashName, salt: [UInt8](key["salt"] as Data),
+                iterations: key["iterations"], storedKey: [UInt8](key["stored_key"] as Data),
+                serverKey: [UInt8](key["server_key"] as Data))
         }
+        return AccountRecord(username: username, keys: keys, createdAt: first["created_at"], id: first["id"])
     }
 
     public func updateKeys(username: String, keys: [StoredSCRAMKeys], origin: AccountChange.Origin) async throws {

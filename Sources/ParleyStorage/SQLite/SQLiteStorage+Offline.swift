@@ -12,7 +12,7 @@ extension SQLiteStorage: OfflineStore {
 
     public func offlineMessages(for user: String, limit: Int) async throws -> [OfflineMessage] {
         guard limit > 0 else { return [] }
-        return try await pool.read { db in
+        return try await quickReads.read { db in
             guard let accountID = try Self.accountID(of: user, in: db) else { return [] }
             return try Row.fetchAll(
                 db.cachedStatement(
@@ -29,7 +29,7 @@ extension SQLiteStorage: OfflineStore {
     }
 
     public func offlineCount(for user: String) async throws -> Int {
-        try await pool.read { db in
+        try await quickReads.read { db in
             guard let accountID = try Self.accountID(of: user, in: db) else { return 0 }
             return try Int.fetchOne(
                 db.cachedStatement(sql: "SELECT COUNT(*) FROM offline_messages WHERE account_id = ?"),

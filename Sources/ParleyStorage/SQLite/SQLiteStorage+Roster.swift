@@ -26,7 +26,7 @@ extension SQLiteStorage: RosterStore {
     }
 
     public func roster(of user: String) async throws -> (items: [RosterItem], version: Int64) {
-        try await pool.read { db in
+        try await quickReads.read { db in
             guard let accountID = try Self.accountID(of: user, in: db) else { return ([], 0) }
             return (
                 try RosterItem.all(of: accountID, in: db),
@@ -73,7 +73,7 @@ extension SQLiteStorage: RosterStore {
 
     public func rosterAndPendingSubscriptions(of user: String) async throws -> (items: [RosterItem], pending: [PendingSubscription]) {
         // One trip to a reader for the two reads of every login.
-        try await pool.read { db in
+        try await quickReads.read { db in
             guard let accountID = try Self.accountID(of: user, in: db) else { return ([], []) }
             return (try RosterItem.all(of: accountID, in: db), try PendingSubscription.all(of: accountID, in: db))
         }

@@ -3,7 +3,7 @@ import GRDB
 
 extension SQLiteStorage: VCardStore {
     public func vCard(of user: String) async throws -> StoredVCard? {
-        try await pool.read { db in
+        try await quickReads.read { db in
             let row = try Row.fetchOne(
                 db.cachedStatement(
                     sql: """

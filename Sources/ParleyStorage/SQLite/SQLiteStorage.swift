@@ -46,6 +46,8 @@ public final class SQLiteStorage: Sendable {
     let rosterObservers = RosterChangeObservers()
     /// Roster changes and logouts: small transactions that share commits under load.
     let groupedWrites: GroupedWrites
+    /// The short reads of a login, with fewer thread hops than GRDB's `async` API.
+    let quickReads: QuickReads
 
     /// Opens the database at `path`, creating it and its directory if needed, and brings its
     /// schema up to date.
@@ -98,6 +100,8 @@ public final class SQLiteStorage: Sendable {
         try migrator.migrate(pool)
         offlineWriter = OfflineGroupCommit(pool: pool, options: options)
         groupedWrites = GroupedWrites(pool: pool, batchLimit: options.offlineBatchLimit)
+        // Two: one per core of a small machine; more would only wait for the CPU.
+        quickReads = try QuickReads(path: path, configuration: configuration, count: min(2, options.maximumReaderCount))
     }
 
     /// An exclusive `flock` on the database's directory. Not on the database file itself:
