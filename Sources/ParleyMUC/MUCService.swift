@@ -353,6 +353,7 @@ public final class MUCService: HostedService {
     /// Sends in order, the addresses parsed once per distinct string (a room's stanzas go to
     /// the same few hundred sessions from the same few hundred occupant JIDs, again and again),
     /// so the router batches the hops to the sessions' event loops.
+    ///
     /// Stanzas in a run of `addressed` (the first runs, in order of `start`; those that end
     /// in this slice are taken off) carry their addresses already.
     private func send(_ batch: ArraySlice<XMLElement>, addressed: inout ArraySlice<AddressedRun>, through outlet: HostedServiceOutlet) {
