@@ -25,6 +25,7 @@ struct MUCRecipient: Sendable {
 /// the room.
 final class MUCRecipients: @unchecked Sendable {
     private var built: [[XMLAttribute]]?
+    private var builtAddresses: [JID]?
 
     /// One attribute list (just `to`) per session in `sessions`.
     func toAttributes(_ sessions: Dictionary<JID, MUCRecipient>.Values) -> [[XMLAttribute]] {
@@ -32,5 +33,22 @@ final class MUCRecipients: @unchecked Sendable {
         let made = sessions.map(\.to)
         built = made
         return made
+    }
+
+    /// Each session in `recipients` with its `to` attribute, in one order: what a groupchat
+    /// message's copies are addressed to, handed on to the router already parsed (parsing or
+    /// looking up each copy's address again was most of `MUCService.send`'s share).
+    func addressed(_ recipients: [JID: MUCRecipient]) -> (sessions: [JID], to: [[XMLAttribute]]) {
+        if let builtAddresses, let built { return (builtAddresses, built) }
+        var sessions: [JID] = []
+        var to: [[XMLAttribute]] = []
+        sessions.reserveCapacity(recipients.count)
+        to.reserveCapacity(recipients.count)
+        for (session, recipient) in recipients {
+            sessions.append(session)
+            to.append(recipient.to)
+        }
+        (builtAddresses, built) = (sessions, to)
+        return (sessions, to)
     }
 }

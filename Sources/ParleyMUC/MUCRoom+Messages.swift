@@ -7,9 +7,10 @@ extension MUCRoom {
     /// A groupchat message from `session` to the room: to every session of every occupant,
     /// from the sender's occupant JID, with the room's stanza-id (XEP-0359) and the sender's
     /// occupant id (XEP-0421). A subject without a body changes the subject.
-    /// Returns the message as sent (without `to`), for the archive.
+    /// Returns the message as sent (without `to`), for the archive, and whom its copies (the
+    /// last of `out`) went to.
     @discardableResult
-    mutating func groupchat(_ stanza: XMLElement, from session: JID, out: inout [XMLElement]) throws(StanzaError) -> XMLElement {
+    mutating func groupchat(_ stanza: XMLElement, from session: JID, out: inout [XMLElement]) throws(StanzaError) -> GroupchatSent {
         guard let nick = nick(of: session), let sender = occupant(nick) else {
             throw StanzaError(.notAcceptable, text: "Only occupants may send messages to the room; join it first.")
         }
@@ -20,8 +21,8 @@ extension MUCRoom {
             }
             self.subject = (subject.text, occupantJID(nick))
         }
-        var message = XMLElement(
-            "message", namespace: XMLNamespace.client, ["from": occupantJID(nick).description, "type": "groupchat"])
+        let from = occupantJID(nick)
+        var message = XMLElement("message", namespace: XMLNamespace.client, ["from": from.description, "type": "groupchat"])
         if let id = stanza.id { message.setAttribute("id", id) }
         for child in stanza.elements where !isRoomOwned(child) { message.append(child) }
         message.append(XMLElement("stanza-id", namespace: XMLNamespace.stanzaID, ["id": UUID().uuidString, "by": jid.description]))
@@ -29,8 +30,19 @@ extension MUCRoom {
         if Self.isHistoric(message) { history.append(message, limit: historyLimit) }
         // The copies differ only in `to`: the rest is serialized once for all of them.
         let shared = XMLStanzaTemplate(message, context: .clientStream)
-        for to in recipients.toAttributes(recipientsBySession.values) { out.append(shared.instance(to)) }
-        return message
+        let (sessions, to) = recipients.addressed(recipientsBySession)
+        for attributes in to { out.append(shared.instance(attributes)) }
+        return GroupchatSent(message: message, from: from, sessions: sessions)
+    }
+
+    /// A groupchat message as the room sent it.
+    struct GroupchatSent {
+        /// Without `to`: what the archive keeps.
+        let message: XMLElement
+        /// The sender's occupant JID, the copies' `from`.
+        let from: JID
+        /// Each copy's `to`, in the order the copies were queued.
+        let sessions: [JID]
     }
 
     /// §7.5: a private message to one occupant (all its sessions), from the sender's

@@ -54,6 +54,11 @@ public final class MUCService: HostedService {
         /// The rooms each local session is in, so its end is handled without a scan.
         var roomsBySession: [JID: Set<String>] = [:]
         var outbox: [XMLElement] = []
+        /// Runs of `outbox` whose addresses the room had at hand, by index (see `AddressedRun`).
+        var addressed: [AddressedRun] = []
+        /// Runs queued by the change under way, by index into its `out`; `perform` moves them
+        /// to `addressed`.
+        var addressedOut: [AddressedRun] = []
         var draining = false
         /// Where persistent rooms are kept, and the last write queued to it.
         var store: (any MUCRoomStore)?
@@ -63,6 +68,14 @@ public final class MUCService: HostedService {
         var archiveExpiry: Task<Void, Never>?
         /// Run once what was queued before them is sent (`afterSends`).
         var barriers: [@Sendable () -> Void] = []
+    }
+
+    /// Copies of one groupchat message, `to.count` stanzas from `start` on: sent from `from`
+    /// to `to[i]`, so `send` need not parse (or look up) each copy's addresses again.
+    struct AddressedRun: Sendable {
+        var start: Int
+        let from: JID
+        let to: [JID]
     }
 
     public let settings: Settings
@@ -228,7 +241,11 @@ public final class MUCService: HostedService {
             switch (nick, type) {
             case (nil, "groupchat"):
                 try state.rooms[key]?.charge(sender, settings.rateLimit)
-                if let sent = try state.rooms[key]?.groupchat(stanza, from: sender, out: &out) { archive(sent, in: key, from: sender, state: &state) }
+                let first = out.count
+                if let sent = try state.rooms[key]?.groupchat(stanza, from: sender, out: &out) {
+                    state.addressedOut.append(AddressedRun(start: first, from: sent.from, to: sent.sessions))
+                    archive(sent.message, in: key, from: sender, state: &state)
+                }
                 if stanza.firstChild("subject") != nil, state.rooms[key]?.configuration.persistent == true {
                     persist(key, wasPersistent: true, state: &state)
                 }
@@ -271,6 +288,11 @@ public final class MUCService: HostedService {
         let drain = state.withLockedValue { state -> Bool in
             var out: [XMLElement] = []
             change(&state, &out)
+            for var run in state.addressedOut {
+                run.start += state.outbox.count
+                state.addressed.append(run)
+            }
+            state.addressedOut = []
             state.outbox.append(contentsOf: out)
             guard !state.draining, !state.outbox.isEmpty else { return false }
             state.draining = true
@@ -280,6 +302,7 @@ public final class MUCService: HostedService {
         guard let outlet = outlet.withLockedValue({ $0 }) else {
             let barriers = state.withLockedValue { state in
                 state.outbox = []
+                state.addressed = []
                 state.draining = false
                 defer { state.barriers = [] }
                 return state.barriers
@@ -288,12 +311,15 @@ public final class MUCService: HostedService {
             return
         }
         while true {
-            let (batch, barriers) = state.withLockedValue { state -> ([XMLElement], [@Sendable () -> Void]) in
+            let (batch, addressed, barriers) = state.withLockedValue {
+                state -> ([XMLElement], [AddressedRun], [@Sendable () -> Void]) in
                 let batch = state.outbox
+                let addressed = state.addressed
                 state.outbox = []
+                state.addressed = []
                 if batch.isEmpty { state.draining = false }
                 defer { state.barriers = [] }
-                return (batch, state.barriers)
+                return (batch, addressed, state.barriers)
             }
             defer { for barrier in barriers { barrier() } }
             guard !batch.isEmpty else { return }
@@ -302,9 +328,10 @@ public final class MUCService: HostedService {
             // room of N). Their parsed and batched forms for the whole backlog at once were
             // most of the join's peak heap, which the allocator then keeps as resident memory.
             var start = batch.startIndex
+            var runs = addressed[...]
             while start < batch.endIndex {
                 let end = min(batch.endIndex, start + Self.sendSlice)
-                send(batch[start..<end], through: outlet)
+                send(batch[start..<end], addressed: &runs, through: outlet)
                 start = end
             }
         }
@@ -326,7 +353,10 @@ public final class MUCService: HostedService {
     /// Sends in order, the addresses parsed once per distinct string (a room's stanzas go to
     /// the same few hundred sessions from the same few hundred occupant JIDs, again and again),
     /// so the router batches the hops to the sessions' event loops.
-    private func send(_ batch: ArraySlice<XMLElement>, through outlet: HostedServiceOutlet) {
+    ///
+    /// Stanzas in a run of `addressed` (the first runs, in order of `start`; those that end
+    /// in this slice are taken off) carry their addresses already.
+    private func send(_ batch: ArraySlice<XMLElement>, addressed: inout ArraySlice<AddressedRun>, through outlet: HostedServiceOutlet) {
         var deliveries: [HostedDelivery] = []
         deliveries.reserveCapacity(batch.count)
         // Stanzas whose addresses do not parse go the usual way (the router refuses and logs
@@ -346,7 +376,23 @@ public final class MUCService: HostedService {
             // room shares one string for the run, so comparing it is a pointer comparison).
             var lastFrom: (text: String, jid: JID)?
             var lastTo: (text: String, jid: JID)?
-            for stanza in batch {
+            // The current run, in locals: a copy costs an index comparison and an array read.
+            var run = addressed.first
+            var runStart = run?.start ?? .max
+            var runEnd = run.map { $0.start + $0.to.count } ?? .max
+            for (index, stanza) in zip(batch.indices, batch) {
+                while index >= runEnd {
+                    addressed.removeFirst()
+                    run = addressed.first
+                    runStart = run?.start ?? .max
+                    runEnd = run.map { $0.start + $0.to.count } ?? .max
+                }
+                if index >= runStart, let run {
+                    let to = run.to[index - runStart]
+                    assert(stanza.from == run.from.description && stanza.to == to.description, "a copy's addresses do not match its run")
+                    deliveries.append(HostedDelivery(stanza, from: run.from, to: to))
+                    continue
+                }
                 let fromText = stanza.from
                 let from: JID?
                 if let lastFrom, let fromText, lastFrom.text == fromText {

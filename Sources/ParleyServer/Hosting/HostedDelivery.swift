@@ -32,15 +32,19 @@ extension StanzaRouter {
     /// was batched before it.
     func route(_ deliveries: [HostedDelivery], fromService serviceDomain: String) {
         let batch = DeliveryBatch()
-        // A newcomer to a room gets every occupant's presence in a row: its session is looked
-        // up once for the run, not once per stanza.
-        var last: (to: JID, session: SessionHandle?)?
-        for delivery in deliveries {
+        let shortWay = deliveries.map { delivery -> Bool in
             let stanza = delivery.stanza
-            let isGroupchat = stanza.name == "message" && stanza.type == "groupchat"
-            guard isGroupchat || stanza.name == "presence", delivery.from.domainpart == serviceDomain, delivery.to.isFull,
-                delivery.to.localpart != nil, delivery.to.domainpart == domain.domainpart
-            else {
+            return (stanza.name == "presence" || (stanza.name == "message" && stanza.type == "groupchat"))
+                && delivery.from.domainpart == serviceDomain && delivery.to.isFull && delivery.to.localpart != nil
+                && delivery.to.domainpart == domain.domainpart
+        }
+        // Every session looked up at once (a newcomer's run of presences to one session
+        // once), before anything is delivered.
+        let handles = sessions.sessions(at: zip(deliveries, shortWay).map { $1 ? $0.to : nil })
+        for index in deliveries.indices {
+            let delivery = deliveries[index]
+            let stanza = delivery.stanza
+            guard shortWay[index] else {
                 batch.submit()
                 route(stanza, fromService: serviceDomain)
                 continue
@@ -48,16 +52,9 @@ extension StanzaRouter {
             // A room's traffic from an occupant the user blocked just does not arrive (presence
             // is dropped by the policy itself, a groupchat message would be refused).
             guard policy.verdict(from: delivery.from, to: delivery.to, stanza: stanza) == .deliver else { continue }
-            let session: SessionHandle?
-            if let last, last.to == delivery.to {
-                session = last.session
-            } else {
-                session = sessions.session(delivery.to)
-                last = (delivery.to, session)
-            }
-            if let session {
+            if let session = handles[index] {
                 session.deliver(stanza, in: batch)
-            } else if isGroupchat, let reply = stanza.errorReply(StanzaError(.serviceUnavailable)),
+            } else if stanza.name == "message", let reply = stanza.errorReply(StanzaError(.serviceUnavailable)),
                 let from = reply.from.flatMap({ try? JID($0) })
             {
                 // How a room learns that an occupant's session is gone without a word.

@@ -2,6 +2,7 @@ import Logging
 import NIOConcurrencyHelpers
 import ParleyCore
 import ParleyStorage
+import Synchronization
 
 /// XEP-0191 blocking. The block lists of all accounts are kept in memory (loaded at start,
 /// updated on every change) because the router asks on every stanza, synchronously.
@@ -14,6 +15,10 @@ public final class BlockingModule: ServerModule, DeliveryPolicy {
     let sessions: SessionRegistry
     let logger: Logger
     private let lists = NIOLockedValueBox(Lists())
+    /// Whether any account blocks anyone (`lists.blocked` is not empty), kept with every
+    /// change of the lists: while no one does, the router's question for each stanza (for
+    /// each copy of a room's message, from every event loop at once) takes no lock.
+    private let anyBlocks = Atomic<Bool>(false)
     /// Told the username whose list changed, once the change is stored (a cluster tells
     /// its other nodes, which keep lists of their own).
     private let listObservers = NIOLockedValueBox([@Sendable (String) -> Void]())
@@ -68,7 +73,7 @@ public final class BlockingModule: ServerModule, DeliveryPolicy {
                 return logger.error("cannot reload a block list", metadata: ["user": "\(username)", "error": "\(error)"])
             }
             let list = Set(entries.compactMap { try? JID($0) })
-            let applied = lists.withLockedValue { state -> Bool in
+            let applied = changeLists { state -> Bool in
                 guard state.changes[owner] ?? 0 == before else { return false }
                 state.blocked[owner] = list.isEmpty ? nil : list
                 return true
@@ -86,7 +91,16 @@ public final class BlockingModule: ServerModule, DeliveryPolicy {
             guard !entries.isEmpty, let owner = try? JID(localpart: username, domainpart: domain.domainpart) else { continue }
             loaded[owner] = Set(entries.compactMap { try? JID($0) })
         }
-        lists.withLockedValue { $0.blocked = loaded }
+        changeLists { $0.blocked = loaded }
+    }
+
+    /// Every change of the lists goes through here, so `anyBlocks` stays true to them.
+    private func changeLists<T>(_ body: (inout Lists) -> T) -> T {
+        lists.withLockedValue { state in
+            let result = body(&state)
+            anyBlocks.store(!state.blocked.isEmpty, ordering: .releasing)
+            return result
+        }
     }
 
     public func register(in registry: inout ModuleRegistry) throws(ModuleRegistry.Error) {
@@ -110,14 +124,16 @@ public final class BlockingModule: ServerModule, DeliveryPolicy {
     // MARK: DeliveryPolicy
 
     public func verdict(from sender: JID, to recipient: JID, stanza: XMLElement) -> DeliveryVerdict {
+        guard anyBlocks.load(ordering: .acquiring) else { return .deliver }
+        let (recipientBlocks, senderBlocks) = lists.withLockedValue { ($0.blocked[recipient.bare] ?? [], $0.blocked[sender.bare] ?? []) }
         let isPresence = stanza.name == "presence"
         let isRequest = stanza.name == "message" || (stanza.name == "iq" && (stanza.type == "get" || stanza.type == "set"))
-        if matches(blocked(by: recipient.bare), sender) {
+        if matches(recipientBlocks, sender) {
             // §3.5: the blocked contact learns nothing more than that the recipient is
             // unavailable.
             return isRequest && stanza.type != "error" ? .reject(StanzaError(.serviceUnavailable)) : .drop
         }
-        if matches(blocked(by: sender.bare), recipient) {
+        if matches(senderBlocks, recipient) {
             if isPresence || !isRequest { return .drop }
             return .reject(
                 StanzaError(
@@ -168,7 +184,7 @@ public final class BlockingModule: ServerModule, DeliveryPolicy {
             } catch {
                 return responder.error(StanzaError(.internalServerError, text: "The block list could not be changed."))
             }
-            lists.withLockedValue { lists in
+            changeLists { lists in
                 lists.changes[owner, default: 0] &+= 1
                 var current = lists.blocked[owner] ?? []
                 if blocking {

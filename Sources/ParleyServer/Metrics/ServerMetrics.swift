@@ -2,8 +2,10 @@ import Metrics
 import ParleyCore
 
 /// The server's metrics, created once so the hot path only increments. Exported by
-/// `/metrics` when a Prometheus factory is bootstrapped; no-ops otherwise.
-public struct ServerMetrics: Sendable {
+/// `/metrics` when a Prometheus factory is bootstrapped; no-ops otherwise. A class: as a
+/// struct, each count of a stanza written copied the whole set (a dozen references retained
+/// and released, on every event loop at once).
+public final class ServerMetrics: Sendable {
     let connectionsAccepted = Counter(label: "parley_connections_total")
     let connectionsOpen = Meter(label: "parley_connections_open")
     let connectionsRefused = Counter(label: "parley_connections_refused_total")

@@ -110,6 +110,23 @@ public final class SessionRegistry: Sendable {
         return accounts.withLockedValue { $0[full.bare]?[resource] }
     }
 
+    /// The session bound at each full JID of `fulls` (nil where there is none or nothing was
+    /// asked), in one look at the registry: a room's message goes to every occupant's session,
+    /// and a lock taken per copy, from every event loop at once, was a measurable share.
+    func sessions(at fulls: [JID?]) -> [SessionHandle?] {
+        accounts.withLockedValue { accounts in
+            var last: (full: JID, session: SessionHandle?)?
+            return fulls.map { full -> SessionHandle? in
+                guard let full, let resource = full.resourcepart else { return nil }
+                // A newcomer to a room gets every occupant's presence in a row.
+                if let last, last.full == full { return last.session }
+                let session = accounts[full.bare]?[resource]
+                last = (full, session)
+                return session
+            }
+        }
+    }
+
     public var sessionCount: Int {
         accounts.withLockedValue { $0.values.reduce(0) { $0 + $1.count } }
     }

@@ -58,10 +58,11 @@ struct C2SListener {
         }
         try pipeline.addHandler(StreamKeepaliveHandler(configuration: settings.keepalive))
         try pipeline.addHandler(XMLStreamDecoder(limits: settings.parserLimits, releaseMemoryAfter: parserReleaseAfter))
-        try pipeline.addHandler(
-            XMLStreamEncoder(fallbackOpening: StreamOpening(from: server.policy.domain.description)))
+        let encoder = XMLStreamEncoder(fallbackOpening: StreamOpening(from: server.policy.domain.description))
+        try pipeline.addHandler(encoder)
+        // Next to each other, so the session may write to the encoder straight.
         try pipeline.addHandler(C2SSessionHandler(
-                server: server, remoteAddress: remote, transport: settings.directTLS ? .directTLS : .tcp))
+                server: server, remoteAddress: remote, transport: settings.directTLS ? .directTLS : .tcp, encoder: encoder))
     }
 }
 

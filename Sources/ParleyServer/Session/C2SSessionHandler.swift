@@ -34,6 +34,9 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     let remoteAddress: String
     /// TCP, direct TLS or WebSocket: only what differs between them (`C2STransport`).
     let transport: C2STransport
+    /// The encoder just below this handler (TCP and direct TLS: the listener makes both),
+    /// written to directly: see `XMLStreamEncoder.enqueue`. nil: through the pipeline.
+    let encoder: XMLStreamEncoder?
     /// Built when something is logged, not kept: a stored Logger with its metadata would
     /// cost every idle session a dictionary.
     var logger: Logger {
@@ -105,10 +108,11 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     var clientInactive = false
     var ackRequestTimer: Scheduled<Void>?
 
-    init(server: ServerContext, remoteAddress: String, transport: C2STransport) {
+    init(server: ServerContext, remoteAddress: String, transport: C2STransport, encoder: XMLStreamEncoder? = nil) {
         self.server = server
         self.remoteAddress = remoteAddress
         self.transport = transport
+        self.encoder = encoder
         self.isSecure = transport.isSecure
         self.stanzaBucket = TokenBucket(rate: server.policy.stanzasPerSecond, burst: server.policy.stanzaBurst)
     }
@@ -338,7 +342,14 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     // MARK: Output
 
     func write(_ output: XMLStreamOutput) {
+        if let encoder, encoder.enqueue(output) { return }
         context?.write(wrapOutboundOut(output), promise: nil)
+    }
+
+    /// Hands what was written to the socket; through the encoder straight when there is one.
+    func flushOutput() {
+        if let encoder, encoder.flushEnqueued() { return }
+        context?.flush()
     }
 
     func send(_ element: XMLElement) {
@@ -346,10 +357,16 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
         write(.element(element))
     }
 
-    /// Writes and flushes once per event-loop tick, however many deliveries arrive in it.
+    /// Writes and flushes once per event-loop tick, however many deliveries arrive in it
+    /// (the flush then checks for a slow consumer: the bytes reach the channel only there).
     func sendSoon(_ element: XMLElement) {
         send(element)
         scheduleFlush()
+    }
+
+    /// The flush that `sendSoon` scheduled or deferred.
+    private func flushSoon() {
+        flushOutput()
         if let channel = context?.channel, !channel.isWritable { checkSlowConsumer(channel) }
     }
 
@@ -375,7 +392,7 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
         context.eventLoop.execute {
             let handler = loopBound.value
             handler.flushScheduled = false
-            handler.context?.flush()
+            handler.flushSoon()
         }
     }
 
@@ -384,7 +401,7 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
         flushDeferred = false
         guard flushOwed else { return }
         flushOwed = false
-        context?.flush()
+        flushSoon()
     }
 
     /// Sends a stream error and closes (RFC 6120 §4.9.1.1); for a stream with no header yet
