@@ -14,8 +14,6 @@ struct Run: AsyncParsableCommand {
     @OptionGroup var options: ConfigOptions
 
     func run() async throws {
-        // Before the threads that would each take a heap of their own (see MemoryTrimmer).
-        MemoryTrimmer.configureAllocator()
         let configuration = try await loadConfiguration(options)
         let level = configuration.logLevel
         LoggingSystem.bootstrap { label in
