@@ -3,8 +3,9 @@ import ParleyCore
 /// Rooms keep each occupant's presence as the others see it, serialized, while occupants
 /// enter (`MUCShownPresence`): a fill of N sends each of them N times. Once nobody has entered
 /// a room (or changed presence in it) for a few seconds, they go, and the next newcomer makes
-/// them again (a few microseconds each). A room of 1,000 that stays quiet then holds about
-/// 2.5 MB less (bench/README.md, MUC memory, fifth round).
+/// them again. A room of 1,000 that stays quiet then holds about 2.5 MB less live heap; the
+/// resident size hardly moves, as the pages they free are shared with what else the fill
+/// left (bench/README.md, MUC memory, fifth round).
 extension MUCService {
     /// Every `shownPresenceReleasePeriod` the service looks: a room's presences go after one
     /// to two periods unused.
