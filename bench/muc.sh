@@ -189,6 +189,10 @@ for size in $ROOM_SIZES; do
     if [ "$size" = 1000 ]; then
         v=${result[$p.join.seconds]}
         echo "1000 occupants: parleyd join of the whole room: $v s (target < 5 s: $(verdict "$v < 5"))"
+        v=${result[$p.join.kib_per_occupant]}
+        echo "1000 occupants: parleyd memory per occupant: $v KiB (target <= 4 KiB: $(verdict "$v <= 4"))"
+        v=${result[$p.join.anon_kib_per_occupant]}
+        echo "1000 occupants: parleyd anonymous memory per occupant: $v KiB (target <= 4 KiB: $(verdict "$v <= 4"))"
     fi
 done
 # Before and after, measured in the same run.

@@ -63,6 +63,11 @@ struct MUCOccupant: Sendable {
 /// only in `to`. Made afresh whenever the occupant changes (a new box, so copies of an older
 /// occupant keep theirs); what else it depends on (the affiliation, whether the recipient may
 /// see real JIDs) is checked at each use. Guarded by the service's lock, like the room.
+///
+/// Kept only while it is used: a room that nobody entered for a while lets its occupants'
+/// templates go (`MUCRoom.releaseShownPresences`), and the next newcomer makes them again.
+/// Both templates of an occupant (an element tree and its bytes each) were about 2.5 KB, most
+/// of what an occupant of a quiet room held (bench/README.md, MUC memory, fifth round).
 final class MUCShownPresence: @unchecked Sendable {
     struct Built {
         var affiliation: MUCAffiliation
@@ -73,4 +78,19 @@ final class MUCShownPresence: @unchecked Sendable {
     /// For recipients that do not see real JIDs, and for those that do.
     var plain: Built?
     var withRealJID: Built?
+
+    func release() {
+        plain = nil
+        withRealJID = nil
+    }
+}
+
+/// Whether a room's shown presences were used since the service last looked (see
+/// `MUCRoom.releaseShownPresences`): one per room, shared by its copies, guarded by the
+/// service's lock like the room.
+final class MUCShownPresenceUse: @unchecked Sendable {
+    /// Some occupant of the room has a template kept.
+    var kept = false
+    /// A template was used since the last look.
+    var recently = false
 }

@@ -8,13 +8,35 @@ extension MUCRoom {
     func shownPresence(of occupant: MUCOccupant, withRealJID: Bool) -> XMLStanzaTemplate {
         let affiliation = affiliation(of: occupant.account)
         let box = occupant.shown
+        shownUse.recently = true
         if let built = withRealJID ? box.withRealJID : box.plain, built.affiliation == affiliation {
             return built.template
         }
         let template = Self.template(presence(of: occupant, to: "", withRealJID: withRealJID))
         let built = MUCShownPresence.Built(affiliation: affiliation, template: template)
         if withRealJID { box.withRealJID = built } else { box.plain = built }
+        shownUse.kept = true
         return template
+    }
+
+    /// Lets every occupant's shown presence go if none was used since the last call (a
+    /// room that nobody entered or changed presence in meanwhile): they make a fill cheap,
+    /// but a quiet room would keep two serialized stanzas per occupant for nothing. Returns
+    /// whether it released anything. The service calls it every few seconds.
+    func releaseShownPresences() -> Bool {
+        guard shownUse.kept else { return false }
+        if shownUse.recently {
+            shownUse.recently = false
+            return false
+        }
+        for occupant in occupants.values { occupant.shown.release() }
+        shownUse.kept = false
+        return true
+    }
+
+    /// How many occupants keep a shown presence (for tests).
+    var occupantsWithShownPresence: Int {
+        occupants.values.reduce(0) { $0 + ($1.shown.plain != nil || $1.shown.withRealJID != nil ? 1 : 0) }
     }
 
     /// A stanza built with an empty `to`, made a template that each recipient's copy adds

@@ -24,6 +24,8 @@ struct MUCRoom: Sendable {
     /// everyone's presence in this order, and sorting them for each of a thousand newcomers
     /// was a tenth of a fill's time.
     private(set) var nicksInOrder: [String] = []
+    /// Whether the occupants' shown presences are kept and used (see `releaseShownPresences`).
+    let shownUse = MUCShownPresenceUse()
     /// The current subject and who set it (a room occupant JID, or the room's own).
     var subject: (text: String, from: JID)?
     /// The last groupchat messages, for newcomers (in memory only).

@@ -43,6 +43,7 @@ extension MUCService {
     }
 
     public func shutdown() async {
+        withLockedState { $0.shownPresenceRelease?.cancel() }
         await waitUntilStored()
         await stopArchive()
     }

@@ -41,6 +41,9 @@ public final class MUCService: HostedService {
         public var archiveRetentionDays = 0
         /// The largest room vCard (its avatar), in bytes as serialized.
         public var maxVCardBytes = 65_536
+        /// How often quiet rooms' shown presences are let go (MUCService+ShownPresences);
+        /// nil: never by themselves (scenarios that look at it step by step).
+        var shownPresenceReleasePeriod: Duration? = .seconds(2)
 
         public init(domain: String, serverDomain: String, creators: Set<JID>? = nil) {
             self.domain = domain
@@ -66,6 +69,8 @@ public final class MUCService: HostedService {
         /// Where rooms' archives are written, and the task that expires old messages.
         var archive: MUCArchiveWriter?
         var archiveExpiry: Task<Void, Never>?
+        /// Lets quiet rooms' shown presences go (MUCService+ShownPresences).
+        var shownPresenceRelease: Task<Void, Never>?
         /// Run once what was queued before them is sent (`afterSends`).
         var barriers: [@Sendable () -> Void] = []
     }
@@ -102,10 +107,12 @@ public final class MUCService: HostedService {
         self.outlet.withLockedValue { $0 = outlet }
         withLockedState { state in
             state.archiveExpiry?.cancel()
+            state.shownPresenceRelease?.cancel()
             state = State()
             state.rooms = rooms
             state.store = outlet.storage
             startArchive(outlet.storage, state: &state)
+            startReleasingShownPresences(state: &state)
         }
     }
 
