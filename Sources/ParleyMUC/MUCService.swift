@@ -383,6 +383,13 @@ public final class MUCService: HostedService {
             // room shares one string for the run, so comparing it is a pointer comparison).
             var lastFrom: (text: String, jid: JID)?
             var lastTo: (text: String, jid: JID)?
+            func parse(_ text: String?, remembering last: inout (text: String, jid: JID)?) -> JID? {
+                guard let text else { return nil }
+                if let last, last.text == text { return last.jid }
+                guard let jid = parse(text) else { return nil }
+                last = (text, jid)
+                return jid
+            }
             // The current run, in locals: a copy costs an index comparison and an array read.
             var run = addressed.first
             var runStart = run?.start ?? .max
@@ -400,24 +407,8 @@ public final class MUCService: HostedService {
                     deliveries.append(HostedDelivery(stanza, from: run.from, to: to))
                     continue
                 }
-                let fromText = stanza.from
-                let from: JID?
-                if let lastFrom, let fromText, lastFrom.text == fromText {
-                    from = lastFrom.jid
-                } else {
-                    from = parse(fromText)
-                    if let fromText, let from { lastFrom = (fromText, from) }
-                }
                 // Unparsable addresses: the router refuses and logs it, in its turn.
-                let toText = stanza.to
-                let to: JID?
-                if let lastTo, let toText, lastTo.text == toText {
-                    to = lastTo.jid
-                } else {
-                    to = parse(toText)
-                    if let toText, let to { lastTo = (toText, to) }
-                }
-                guard let from, let to else {
+                guard let from = parse(stanza.from, remembering: &lastFrom), let to = parse(stanza.to, remembering: &lastTo) else {
                     unparsed.append((deliveries.count, stanza))
                     continue
                 }

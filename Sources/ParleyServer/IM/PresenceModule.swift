@@ -190,12 +190,14 @@ public final class PresenceModule: ServerModule {
     /// Sessions of a cluster node that died, as this node last knew them: their contacts,
     /// other resources and directed-presence recipients get the unavailable presence the
     /// dead node can no longer send (§4.5.2, §4.6.3). Only the node that took the dead one
-    /// over calls this, so each recipient hears it once.
+    /// over calls this, so each recipient hears it once. Not the hosted services (rooms): every
+    /// node's directory tells them of the loss itself, so a room says why its occupant went
+    /// (333); an unavailable presence from here as well would race it as a plain exit.
     public func remoteSessionsLost(_ lost: [SessionHandle]) {
-        for session in lost { _ = enqueue(for: session.jid) { await self.sessionEnded(session) } }
+        for session in lost { _ = enqueue(for: session.jid) { await self.sessionEnded(session, lost: true) } }
     }
 
-    private func sessionEnded(_ session: SessionHandle) async {
+    private func sessionEnded(_ session: SessionHandle, lost: Bool = false) async {
         let (wasAvailable, directed) = session.withPresence { state -> (Bool, Set<JID>) in
             let result = (state.isAvailable, state.directedPresence)
             state.isAvailable = false
@@ -219,6 +221,7 @@ public final class PresenceModule: ServerModule {
             }
         }
         for recipient in directed where !recipient.isFull || sessions.session(recipient) != nil || hostedService(of: recipient) != nil {
+            if lost, hostedService(of: recipient) != nil { continue }
             send(unavailable, from: session.jid, toAccount: recipient)
         }
     }
