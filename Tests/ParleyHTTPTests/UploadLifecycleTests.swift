@@ -73,7 +73,13 @@ struct UploadLifecycleTests {
                 .PUT, slot.putURL, headers: [("Content-Type", "application/octet-stream")],
                 body: .stream(GeneratedBody(count: size, chunk: 16 * 1024, pause: .milliseconds(50)), length: .known(Int64(size))))
         }
-        try await Task.sleep(for: .milliseconds(500))
+        // In flight means the server is writing it: a connection that has not sent its request
+        // yet is idle, and a shutdown rightly closes it (under a loaded CI, 500 ms was not enough).
+        let deadline = ContinuousClock.now + .seconds(20)
+        while GatedBody.sizeOfOpenFile(under: harness.uploadDirectory + "/1") < 2 * 16 * 1024 {
+            guard ContinuousClock.now < deadline else { throw GatedBody.NotStreamed(description: "the upload never reached the server's file") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
         let shutdownStarted = ContinuousClock.now
         await harness.group.triggerGracefulShutdown()
         let reply = try await upload.value
