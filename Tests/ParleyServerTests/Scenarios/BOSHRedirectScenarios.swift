@@ -16,13 +16,7 @@ import Testing
             $0.shutdown.redirectHost = "node2.example.org:5222"
         }) { server, port in
             let tcp = try await server.login("bob", resource: "home")
-            let web = BOSHTestClient(port: port, wait: 30)
-            try await web.login("alice")
-            try await web.settle()
-            let held = Task { try await web.request() }
-            try await Task.sleep(for: .milliseconds(200))
-            await server.running.shutdown()
-            let answer = try await held.value
+            let (web, answer) = try await BOSHScenarios.heldRequestAnsweredByShutdown(of: server, port: port)
             #expect(answer.isTerminate && answer.condition == "see-other-uri", "\(answer.text)")
             let uri = try #require(answer.payload.last, "\(answer.text)")
             #expect(uri.name == "uri" && uri.namespace == BOSHTestClient.httpbind && uri.text == Self.otherURI, "\(answer.text)")
@@ -39,13 +33,7 @@ import Testing
 
     @Test func withOnlyAHostConfiguredBOSHGetsSystemShutdown() async throws {
         try await BOSHScenarios.with({ $0.shutdown.redirectHost = "node2.example.org:5222" }) { server, port in
-            let web = BOSHTestClient(port: port, wait: 30)
-            try await web.login("alice")
-            try await web.settle()
-            let held = Task { try await web.request() }
-            try await Task.sleep(for: .milliseconds(200))
-            await server.running.shutdown()
-            let answer = try await held.value
+            let (_, answer) = try await BOSHScenarios.heldRequestAnsweredByShutdown(of: server, port: port)
             #expect(answer.isTerminate && answer.condition == "remote-stream-error", "\(answer.text)")
             #expect(answer.payload.last?.firstChild("system-shutdown") != nil, "\(answer.text)")
         }

@@ -15,6 +15,18 @@ import Testing
         try await WebSocketScenarios.with(configure, body)
     }
 
+    /// Alice signed in over BOSH with a request held, and what that request gets when the
+    /// server shuts down (with her client, for what it asks next).
+    static func heldRequestAnsweredByShutdown(of server: TestServer, port: Int) async throws -> (BOSHTestClient, BOSHTestClient.Answer) {
+        let web = BOSHTestClient(port: port, wait: 30)
+        try await web.login("alice")
+        try await web.settle()
+        let held = Task { try await web.request() }
+        try await Task.sleep(for: .milliseconds(200))
+        await server.running.shutdown()
+        return (web, try await held.value)
+    }
+
     @Test func creationAnswersWithTheTermsTheStreamIdAndTheFeatures() async throws {
         try await Self.with { _, port in
             let client = BOSHTestClient(port: port)
@@ -121,13 +133,7 @@ import Testing
 
     @Test func shutdownEndsBOSHSessionsWithSystemShutdown() async throws {
         try await Self.with { server, port in
-            let web = BOSHTestClient(port: port, wait: 30)
-            try await web.login("alice")
-            try await web.settle()
-            let held = Task { try await web.request() }
-            try await Task.sleep(for: .milliseconds(200))
-            await server.running.shutdown()
-            let answer = try await held.value
+            let (_, answer) = try await Self.heldRequestAnsweredByShutdown(of: server, port: port)
             #expect(answer.isTerminate && answer.condition == "remote-stream-error", "\(answer.text)")
             #expect(answer.payload.last?.firstChild("system-shutdown") != nil, "\(answer.text)")
         }

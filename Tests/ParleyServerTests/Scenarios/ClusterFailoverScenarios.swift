@@ -14,24 +14,8 @@ import Testing
         try await TestCluster.with { cluster in
             let (a, b) = (cluster.nodes[0], cluster.nodes[1])
             // "ghost" joins with Bob's only session, then never beats again.
-            let presence = "<presence xmlns='jabber:client' from='bob@localhost/ghost'/>"
-            let version = try await cluster.sql(
-                """
-                WITH n AS (INSERT INTO cluster_nodes (node_id, incarnation) VALUES ('ghost', 1))
-                INSERT INTO cluster_sessions (jid, node_id, session_id, account_id, version, available, priority, flags, presence)
-                VALUES ('bob@localhost/ghost', 'ghost', 77, NULL, nextval('cluster_session_versions'), true, 0, 0, \(presence))
-                RETURNING version
-                """
-            ).first!.decode(Int64.self)
-            let notice = "s|\(version)|ghost|77||1|0|0|bob@localhost/ghost\n\n\(presence)"
-            _ = try await cluster.sql("SELECT pg_notify('parley_cluster', \(notice))")
             // The ghost's lease is renewed until the test lets it die.
-            let beating = Task {
-                while !Task.isCancelled {
-                    _ = try? await cluster.sql("UPDATE cluster_nodes SET heartbeat_at = now() WHERE node_id = 'ghost'")
-                    try? await Task.sleep(for: .milliseconds(100))
-                }
-            }
+            let beating = try await cluster.ghostNodeWithBobsSession(sessionID: 77)
             defer { beating.cancel() }
             try await a.waitForSession("bob@localhost/ghost", available: true)
             try await b.waitForSession("bob@localhost/ghost", available: true)

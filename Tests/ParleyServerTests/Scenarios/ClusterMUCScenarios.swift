@@ -90,14 +90,7 @@ import Testing
             let (a, b, c) = (cluster.nodes[0], cluster.nodes[1], cluster.nodes[2])
             let alice = try await a.login("alice", resource: "r")
             try await MUC.createInstantRoom(alice, "team", nick: "alice")
-            let bob = try await b.login("bob", resource: "r")
-            _ = try await bob.enter("team", nick: "bob")
-            try await alice.expectRoomPresence("team", "bob")
-            let carol = try await c.login("carol", resource: "r")
-            _ = try await carol.enter("team", nick: "carol")
-            try await alice.expectRoomPresence("team", "carol")
-            try await bob.expectRoomPresence("team", "carol")
-            try await waitFor("every occupant is recorded") { try await memberCount(cluster, "team") == 3 }
+            let (bob, carol) = try await bobAndCarolEnter("team", from: b, c, seenBy: alice, cluster)
 
             // Bob's connection drops on node 1; the room on node 0 sees him go.
             await bob.close()
@@ -125,14 +118,7 @@ import Testing
             try await alice.send(
                 "<message to='hall@\(MUC.service)' type='groupchat' id='subject'><subject>Cluster hall</subject></message>")
             _ = try await alice.expectMessage(id: "subject")
-            let bob = try await b.login("bob", resource: "r")
-            _ = try await bob.enter("hall", nick: "bob")
-            try await alice.expectRoomPresence("hall", "bob")
-            let carol = try await c.login("carol", resource: "r")
-            _ = try await carol.enter("hall", nick: "carol")
-            try await alice.expectRoomPresence("hall", "carol")
-            try await bob.expectRoomPresence("hall", "carol")
-            try await waitFor("every occupant is recorded") { try await memberCount(cluster, "hall") == 3 }
+            let (bob, carol) = try await bobAndCarolEnter("hall", from: b, c, seenBy: alice, cluster)
 
             // Node 0, which holds the room, dies (stops beating, as a killed process).
             cluster.members[0].halt()
@@ -189,6 +175,21 @@ import Testing
     /// The next stanza, given the time a lease takes to run out on a loaded machine.
     static func afterTakeover(_ client: TestClient) async throws -> XMLElement {
         try await client.nextElement(timeout: .seconds(20))
+    }
+
+    /// Bob on `b` and Carol on `c` enter `room` after Alice, each seen by those already in.
+    private func bobAndCarolEnter(_ room: String, from b: TestServer, _ c: TestServer, seenBy alice: TestClient, _ cluster: TestCluster)
+        async throws -> (TestClient, TestClient)
+    {
+        let bob = try await b.login("bob", resource: "r")
+        _ = try await bob.enter(room, nick: "bob")
+        try await alice.expectRoomPresence(room, "bob")
+        let carol = try await c.login("carol", resource: "r")
+        _ = try await carol.enter(room, nick: "carol")
+        try await alice.expectRoomPresence(room, "carol")
+        try await bob.expectRoomPresence(room, "carol")
+        try await waitFor("every occupant is recorded") { try await memberCount(cluster, room) == 3 }
+        return (bob, carol)
     }
 
     private func memberCount(_ cluster: TestCluster, _ room: String) async throws -> Int64 {

@@ -28,24 +28,7 @@ import Testing
 
             // "ghost" joins with a session of Bob's that sent directed presence to Carol (not
             // subscribed to him); then it never beats again.
-            let presence = "<presence xmlns='jabber:client' from='bob@localhost/ghost'/>"
-            let interests = "\u{3}carol@localhost/r"
-            let version = try await cluster.sql(
-                """
-                WITH n AS (INSERT INTO cluster_nodes (node_id, incarnation) VALUES ('ghost', 1))
-                INSERT INTO cluster_sessions (jid, node_id, session_id, account_id, version, available, priority, flags, notify, presence)
-                VALUES ('bob@localhost/ghost', 'ghost', 78, NULL, nextval('cluster_session_versions'), true, 0, 0, \(interests), \(presence))
-                RETURNING version
-                """
-            ).first!.decode(Int64.self)
-            let notice = "s|\(version)|ghost|78||1|0|0|bob@localhost/ghost\n\(interests)\n\(presence)"
-            _ = try await cluster.sql("SELECT pg_notify('parley_cluster', \(notice))")
-            let beating = Task {
-                while !Task.isCancelled {
-                    _ = try? await cluster.sql("UPDATE cluster_nodes SET heartbeat_at = now() WHERE node_id = 'ghost'")
-                    try? await Task.sleep(for: .milliseconds(100))
-                }
-            }
+            let beating = try await cluster.ghostNodeWithBobsSession(sessionID: 78, interests: "\u{3}carol@localhost/r")
             defer { beating.cancel() }
             try await a.waitForSession("bob@localhost/ghost", available: true)
             try await b.waitForSession("bob@localhost/ghost", available: true)

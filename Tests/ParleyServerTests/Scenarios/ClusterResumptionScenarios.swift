@@ -11,15 +11,6 @@ import Testing
 @Suite struct ClusterResumptionScenarios {
     private static let sm = TestClient.sm
 
-    private func messageIDs(_ client: TestClient, count: Int) async throws -> [String] {
-        var ids: [String] = []
-        while ids.count < count {
-            let element = try await client.nextIgnoringAckRequests()
-            if element.name == "message", let id = element.id { ids.append(id) }
-        }
-        return ids
-    }
-
     @Test func aSessionOfOneNodeIsResumedOnAnother() async throws {
         try await TestCluster.with { cluster in
             let (a, b) = (cluster.nodes[0], cluster.nodes[1])
@@ -34,7 +25,7 @@ import Testing
             try await bob.expectPresence(from: "alice@localhost/phone")
             try await b.waitForSession("alice@localhost/phone", available: true)
             try await bob.send("<message to='alice@localhost/phone' type='chat' id='first'><body>1</body></message>")
-            #expect(try await messageIDs(alice, count: 1) == ["first"])
+            #expect(try await alice.nextMessageIDs(1) == ["first"])
             // The connection drops without a word; the session waits, detached, on node 0.
             await alice.close()
             try await Task.sleep(for: .milliseconds(200))
@@ -49,7 +40,7 @@ import Testing
             #expect(resumed[attribute: "previd"] == id)
             // Node 0 had counted one stanza from the client since <enable/>: the directed presence.
             #expect(resumed[attribute: "h"] == "1")
-            #expect(try await messageIDs(again, count: 1) == ["second"])
+            #expect(try await again.nextMessageIDs(1) == ["second"])
 
             // It is node 1's session now, under the same full JID, available as before, and
             // node 0 knows it there: Bob's messages reach it, on the new connection.
@@ -60,7 +51,7 @@ import Testing
             try await a.waitForSession("alice@localhost/phone", available: true)
             #expect(a.running.context.sessions.session(try JID("alice@localhost/phone"))?.node == "node-1")
             try await bob.send("<message to='alice@localhost/phone' type='chat' id='third'><body>3</body></message>")
-            #expect(try await messageIDs(again, count: 1) == ["third"])
+            #expect(try await again.nextMessageIDs(1) == ["third"])
             try await again.send("<a xmlns='urn:xmpp:sm:3' h='3'/>")
             #expect(try await again.requestAcknowledgement() == 1)
             // Bob saw no unavailable presence: the session never ended.

@@ -71,6 +71,30 @@ final class TestCluster: Sendable {
         for storage in storages { await storage.close() }
     }
 
+    /// A node "ghost" that no process runs, written straight into the database as a killed
+    /// process leaves it: its lease, and Bob's session `bob@localhost/ghost` (available, with
+    /// `interests` in its directory entry), announced to the nodes. The returned task renews
+    /// the lease until it is cancelled; then the lease runs out as a dead node's does.
+    func ghostNodeWithBobsSession(sessionID: Int64, interests: String = "") async throws -> Task<Void, Never> {
+        let presence = "<presence xmlns='jabber:client' from='bob@localhost/ghost'/>"
+        let version = try await sql(
+            """
+            WITH n AS (INSERT INTO cluster_nodes (node_id, incarnation) VALUES ('ghost', 1))
+            INSERT INTO cluster_sessions (jid, node_id, session_id, account_id, version, available, priority, flags, notify, presence)
+            VALUES ('bob@localhost/ghost', 'ghost', \(sessionID), NULL, nextval('cluster_session_versions'), true, 0, 0, \(interests), \(presence))
+            RETURNING version
+            """
+        ).first!.decode(Int64.self)
+        let notice = "s|\(version)|ghost|\(sessionID)||1|0|0|bob@localhost/ghost\n\(interests)\n\(presence)"
+        _ = try await sql("SELECT pg_notify('parley_cluster', \(notice))")
+        return Task {
+            while !Task.isCancelled {
+                _ = try? await self.sql("UPDATE cluster_nodes SET heartbeat_at = now() WHERE node_id = 'ghost'")
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+    }
+
     /// Runs one statement on the shared database (a test's own connection).
     func sql(_ query: PostgresQuery) async throws -> [PostgresRow] {
         let client = storages[0].postgresClient

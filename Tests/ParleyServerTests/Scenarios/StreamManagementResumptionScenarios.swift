@@ -24,15 +24,6 @@ import Testing
         try await Task.sleep(for: .milliseconds(200))
     }
 
-    private func messageIDs(_ client: TestClient, count: Int) async throws -> [String] {
-        var ids: [String] = []
-        while ids.count < count {
-            let element = try await client.nextIgnoringAckRequests()
-            if element.name == "message", let id = element.id { ids.append(id) }
-        }
-        return ids
-    }
-
     @Test func resumingOnANewConnectionDeliversWhatTheClientMissedExactlyOnce() async throws {
         try await TestServer.with { server in
             let bob = try await server.login("bob", resource: "desk")
@@ -54,10 +45,10 @@ import Testing
             let resumed = try await again.expect("resumed", namespace: Self.sm)
             #expect(resumed[attribute: "previd"] == id)
             #expect(resumed[attribute: "h"] == "1")
-            #expect(try await messageIDs(again, count: 2) == ["second", "third"])
+            #expect(try await again.nextMessageIDs(2) == ["second", "third"])
             // Same full JID, on the new connection.
             try await bob.send("<message to='alice@localhost/phone' type='chat' id='fourth'><body>x</body></message>")
-            #expect(try await messageIDs(again, count: 1) == ["fourth"])
+            #expect(try await again.nextMessageIDs(1) == ["fourth"])
             try await again.send("<a xmlns='urn:xmpp:sm:3' h='4'/>")
             #expect(try await again.requestAcknowledgement() == 1)
             // Nothing was sent twice.
@@ -79,7 +70,7 @@ import Testing
             // As if `first` had been lost on the way.
             try await again.send("<resume xmlns='urn:xmpp:sm:3' previd='\(id)' h='0'/>")
             try await again.expect("resumed", namespace: Self.sm)
-            #expect(try await messageIDs(again, count: 2) == ["first", "second"])
+            #expect(try await again.nextMessageIDs(2) == ["first", "second"])
         }
     }
 
@@ -94,7 +85,7 @@ import Testing
             let error = try await alice.nextIgnoringAckRequests()
             #expect(error.name == "error" && error.firstChild("conflict", namespace: XMLNamespace.streamErrors) != nil)
             try await bob.send("<message to='alice@localhost/phone' type='chat' id='second'><body>x</body></message>")
-            #expect(try await messageIDs(again, count: 1) == ["second"])
+            #expect(try await again.nextMessageIDs(1) == ["second"])
         }
     }
 
@@ -138,7 +129,7 @@ import Testing
             #expect(try await again.bind(resource: "laptop").type == "result")
             try await again.send("<presence/>")
             // Everything never acknowledged, in order, from offline storage.
-            let ids = try await messageIDs(again, count: 3)
+            let ids = try await again.nextMessageIDs(3)
             #expect(ids == ["first", "second", "third"])
         }
     }
@@ -158,7 +149,7 @@ import Testing
             // `first` was never acknowledged: it waits offline.
             #expect(try await again.bind(resource: "laptop").type == "result")
             try await again.send("<presence/>")
-            #expect(try await messageIDs(again, count: 1) == ["first"])
+            #expect(try await again.nextMessageIDs(1) == ["first"])
         }
     }
 }

@@ -48,4 +48,14 @@ extension TestClient {
         let answer = try await expectIgnoringAckRequests("a", namespace: Self.sm)
         return answer[attribute: "h"].flatMap { UInt32($0) }
     }
+
+    /// The ids of the next `count` messages, past the server's `<r/>`s and anything else.
+    func nextMessageIDs(_ count: Int) async throws -> [String] {
+        var ids: [String] = []
+        while ids.count < count {
+            let element = try await nextIgnoringAckRequests()
+            if element.name == "message", let id = element.id { ids.append(id) }
+        }
+        return ids
+    }
 }
