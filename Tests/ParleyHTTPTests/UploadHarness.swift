@@ -111,27 +111,52 @@ final class UploadHarness: Sendable {
     }
 }
 
+/// Holds a body after its first chunk until the test releases it, so a test can act while an
+/// upload is certainly still running, however slow the machine.
+final class BodyHold: Sendable {
+    private let released: AsyncStream<Void>
+    private let continuation: AsyncStream<Void>.Continuation
+
+    init() { (released, continuation) = AsyncStream<Void>.makeStream() }
+
+    func release() { continuation.finish() }
+
+    func wait() async {
+        for await _ in released {}
+    }
+}
+
 /// `count` bytes in chunks of `chunk`, made on demand, so the sender never holds the file.
 struct GeneratedBody: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
     let count: Int
     var chunk = 64 * 1024
     var pause: Duration? = nil
+    var hold: BodyHold? = nil
 
     struct AsyncIterator: AsyncIteratorProtocol {
         var remaining: Int
         let chunk: Int
         let pause: Duration?
+        var hold: BodyHold?
+        var sentFirstChunk = false
         mutating func next() async throws -> ByteBuffer? {
             guard remaining > 0 else { return nil }
             if let pause { try await Task.sleep(for: pause) }
+            if let waiting = hold, sentFirstChunk {
+                hold = nil
+                await waiting.wait()
+            }
+            sentFirstChunk = true
             let size = Swift.min(chunk, remaining)
             remaining -= size
             return ByteBuffer(repeating: 0x5A, count: size)
         }
     }
 
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(remaining: count, chunk: chunk, pause: pause) }
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(remaining: count, chunk: chunk, pause: pause, hold: hold)
+    }
 }
 
 /// `count` bytes in 64 KiB chunks that stop at each gate until the file the server is writing

@@ -31,16 +31,18 @@ struct UploadRefusalTests {
         let harness = try await UploadHarness()
         let slot = try await harness.slot(size: 4_000)
         #expect(try await harness.slots.metadata.uploads(of: "alice").isEmpty)
+        let hold = BodyHold()
         async let slow = harness.send(
             .PUT, slot.putURL, headers: [("Content-Type", "image/png")],
-            body: .stream(GeneratedBody(count: 4_000, chunk: 100, pause: .milliseconds(100)), length: .known(4_000)))
-        // The slow PUT has claimed the slot once its row exists. Its body takes 4 s at least,
-        // so on a loaded machine it is still running when the row appears and the racing PUT goes.
-        for _ in 0..<150 where try await harness.slots.metadata.uploads(of: "alice").isEmpty {
+            body: .stream(GeneratedBody(count: 4_000, chunk: 100, hold: hold), length: .known(4_000)))
+        // The slow PUT has sent its first 100 bytes and waits for the racing one to be answered.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while try await harness.slots.metadata.uploads(of: "alice").isEmpty, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
         #expect(try await harness.slots.metadata.uploads(of: "alice").map(\.state) == [.uploading])
         let racing = try await harness.put(slot, UploadHarness.bytes(4_000))
+        hold.release()
         #expect(racing.status == 409)
         #expect(racing.text == "This upload slot has already been used\n")
         #expect(try await slow.status == 201)
