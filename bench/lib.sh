@@ -193,7 +193,7 @@ postgres_start() {
     fi
     "${postgres_as[@]}" "$bin/initdb" -D "$postgres_dir/data" -A trust -U parley -E UTF8 --locale=C > "$postgres_dir/initdb.log" 2>&1
     "${postgres_as[@]}" "$bin/pg_ctl" -D "$postgres_dir/data" -l "$postgres_dir/log" -w -t 60 \
-        -o "-p $postgres_port -k $postgres_dir -c listen_addresses=127.0.0.1 -c max_connections=100" start > /dev/null
+        -o "-p $postgres_port -k $postgres_dir -c listen_addresses=127.0.0.1 -c max_connections=100 ${POSTGRES_OPTIONS:-}" start > /dev/null
     "$bin/createdb" -h 127.0.0.1 -p "$postgres_port" -U parley parley
     postgres_url="postgres://parley@127.0.0.1:$postgres_port/parley?sslmode=disable"
 }

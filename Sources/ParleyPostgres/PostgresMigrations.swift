@@ -23,13 +23,17 @@ enum PostgresMigrations {
         ("v8_cluster", cluster),
         ("v9_muc_allowpm", mucAllowPM),
         ("v10_cluster_rooms", clusterRooms),
+        ("v11_archive_bodies", archiveBodies),
     ]
 
     /// Two nodes starting at once take turns: the advisory lock is held by each migration's
     /// transaction, and each looks again at what is applied once it holds it.
     static let lockKey: Int64 = 0x5041_524C_4559  // "PARLEY"
 
-    static func migrate(_ client: PostgresClient, logger: Logger) async throws {
+    /// `through`: the last migration to apply (tests of a migration start from the schema
+    /// before it); all of them when nil.
+    static func migrate(_ client: PostgresClient, through last: String? = nil, logger: Logger) async throws {
+        let migrations = last.flatMap { last in all.firstIndex { $0.name == last }.map { Array(all[...$0]) } } ?? all
         // Under the lock too: two CREATE TABLE IF NOT EXISTS at once can both try to create it.
         try await PostgresStorage.unwrapping {
             try await client.withTransaction(logger: logger) { connection in
@@ -43,18 +47,16 @@ enum PostgresMigrations {
                 """, logger: logger)
             }
         }
-        for migration in all {
+        for migration in migrations {
             try await PostgresStorage.unwrapping { try await client.withTransaction(logger: logger) { connection in
                 try await connection.run("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
                 let applied = try await connection.value(
                     "SELECT identifier FROM schema_migrations WHERE identifier = \(migration.name)", as: String.self, logger: logger)
                 guard applied == nil else { return }
                 logger.info("applying a PostgreSQL migration", metadata: ["migration": "\(migration.name)"])
-                // One statement at a time: the extended protocol takes one per query. The
-                // migrations hold no ';' but between statements.
-                for statement in migration.sql.split(separator: ";") {
-                    let sql = statement.trimmingCharacters(in: .whitespacesAndNewlines)
-                    if !sql.isEmpty { try await connection.run(PostgresQuery(unsafeSQL: sql), logger: logger) }
+                // One statement at a time: the extended protocol takes one per query.
+                for statement in statements(of: migration.sql) {
+                    try await connection.run(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
                 try await connection.run("INSERT INTO schema_migrations (identifier) VALUES (\(migration.name))", logger: logger)
             } }
@@ -69,6 +71,29 @@ enum PostgresMigrations {
             throw StorageError.unusableDatabase(
                 "the PostgreSQL database was migrated by a newer version of Parley (migration '\(unknown)'); refusing to use it")
         }
+    }
+
+    /// The statements of a migration: the migrations hold no ';' but between statements and
+    /// inside a function's `$$`-quoted body.
+    static func statements(of sql: String) -> [String] {
+        var statements: [String] = []
+        var current = ""
+        for (index, part) in sql.components(separatedBy: "$$").enumerated() {
+            if index % 2 == 1 {
+                current += "$$" + part + "$$"
+                continue
+            }
+            let pieces = part.split(separator: ";", omittingEmptySubsequences: false)
+            for (number, piece) in pieces.enumerated() {
+                current += piece
+                if number < pieces.count - 1 {
+                    statements.append(current)
+                    current = ""
+                }
+            }
+        }
+        statements.append(current)
+        return statements.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.filter { !$0.isEmpty }
     }
 
     /// The names of the migrations applied, in order: for `parleyd storage migrate`.
@@ -372,5 +397,67 @@ enum PostgresMigrations {
             data TEXT NOT NULL,
             PRIMARY KEY (service, room, jid)
         )
+        """
+
+    /// A message between two local accounts is one body row, not two full rows, as on SQLite
+    /// (v20_perf_archive): `archive_bodies` holds it once, with `owners`, how many archives
+    /// hold it; `archive_entries` one narrow row per archive that holds it, at the body's
+    /// position (`id`), with the other party for the `with` filter and `has_origin_id` (true
+    /// or NULL) for the partial index a login's recent origin-ids are read through. Measured
+    /// (bench/README.md, PostgreSQL), two full rows with seven indexes each were most of
+    /// PostgreSQL's CPU per message. The bodies' ids, origin-ids and times are indexed once
+    /// per message, not per owner. Deleting entries (the per-user limit, an account's
+    /// deletion, the retention sweep) releases their bodies through a statement trigger.
+    /// Existing rows keep their positions: each becomes a body of its own with one entry.
+    private static let archiveBodies = """
+        CREATE TABLE archive_bodies (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            owners INTEGER NOT NULL,
+            from_bare TEXT NOT NULL,
+            from_jid TEXT NOT NULL,
+            to_jid TEXT NOT NULL,
+            stanza_id TEXT NOT NULL,
+            origin_id TEXT,
+            message_id TEXT,
+            message_type TEXT,
+            stanza TEXT,
+            archived_at BIGINT NOT NULL,
+            retracted_at BIGINT
+        );
+        CREATE TABLE archive_entries (
+            account_id BIGINT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+            id BIGINT NOT NULL,
+            with_bare TEXT NOT NULL,
+            has_origin_id BOOLEAN,
+            PRIMARY KEY (account_id, id)
+        );
+        INSERT INTO archive_bodies
+            (id, owners, from_bare, from_jid, to_jid, stanza_id, origin_id, message_id, message_type, stanza, archived_at,
+             retracted_at)
+        OVERRIDING SYSTEM VALUE
+        SELECT id, 1, from_bare, from_jid, to_jid, stanza_id, origin_id, message_id, message_type, stanza, archived_at,
+               retracted_at
+        FROM archive_messages ORDER BY id;
+        INSERT INTO archive_entries (account_id, id, with_bare, has_origin_id)
+        SELECT account_id, id, with_bare, CASE WHEN origin_id IS NOT NULL THEN true END FROM archive_messages;
+        SELECT setval(pg_get_serial_sequence('archive_bodies', 'id'), GREATEST(
+            COALESCE(pg_sequence_last_value(pg_get_serial_sequence('archive_messages', 'id')::regclass), 0),
+            (SELECT COALESCE(MAX(id), 0) FROM archive_messages)) + 1, false);
+        DROP TABLE archive_messages;
+        CREATE INDEX archive_bodies_stanza_id ON archive_bodies(stanza_id);
+        CREATE INDEX archive_bodies_origin_id ON archive_bodies(origin_id) WHERE origin_id IS NOT NULL;
+        CREATE INDEX archive_bodies_time ON archive_bodies(archived_at);
+        CREATE INDEX archive_entries_with ON archive_entries(account_id, with_bare, id);
+        CREATE INDEX archive_entries_origin_id ON archive_entries(account_id, id) WHERE has_origin_id;
+        CREATE FUNCTION archive_entries_released() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            WITH counts AS (SELECT id, COUNT(*) AS n FROM released GROUP BY id),
+            gone AS (DELETE FROM archive_bodies AS b USING counts AS c WHERE b.id = c.id AND b.owners <= c.n)
+            UPDATE archive_bodies AS b SET owners = b.owners - c.n FROM counts AS c WHERE b.id = c.id AND b.owners > c.n;
+            RETURN NULL;
+        END
+        $$;
+        CREATE TRIGGER archive_entries_released AFTER DELETE ON archive_entries
+            REFERENCING OLD TABLE AS released FOR EACH STATEMENT EXECUTE FUNCTION archive_entries_released()
         """
 }

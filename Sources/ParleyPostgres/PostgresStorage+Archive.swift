@@ -14,37 +14,56 @@ extension PostgresStorage: ArchiveStore {
 
     /// The archive's rows for `entries`, inside the caller's transaction, for accounts whose
     /// ids (locked) the caller looked up: the preferences of all of them in one read, the rows
-    /// in one INSERT, the cut back to `maxPerUser` in one DELETE.
+    /// in one statement, the cut back to `maxPerUser` in one DELETE. Consecutive entries that
+    /// are copies of one message for different owners (as `ArchiveModule` queues a message
+    /// between two local accounts) share one body row (v11_archive_bodies); each owner gets
+    /// its own entry, at the body's position.
     static func writeArchive(
         _ entries: [ArchiveEntry], maxPerUser: Int?, accountIDs: [String: Int64], _ connection: PostgresConnection, logger: Logger
     ) async throws {
         let owners = Set(entries.compactMap { accountIDs[$0.owner] })
         let preferences = try await PostgresBatchRows.archivePreferences(of: owners, connection, logger: logger)
-        var rows: [PostgresBatchRows.ArchiveRow] = []
+        var bodies: [PostgresBatchRows.ArchiveBody] = []
         var touched: Set<Int64> = []
-        for entry in entries {
-            guard let accountID = accountIDs[entry.owner] else { continue }
-            let fromBare = bare(entry.from)
-            if let target = entry.retracts {
-                // The message it retracts may be one of the rows not written yet.
-                try await PostgresBatchRows.insertArchive(rows, connection, logger: logger)
-                rows = []
-                try await connection.run(
-                    """
-                    UPDATE archive_messages SET stanza = NULL, retracted_at = \(Milliseconds.from(entry.archivedAt))
-                    WHERE account_id = \(accountID) AND (stanza_id = \(target) OR origin_id = \(target))
-                        AND from_bare = \(fromBare) AND retracted_at IS NULL
-                    """, logger: logger)
+        var start = 0
+        while start < entries.count {
+            let message = entries[start]
+            var end = start + 1
+            while end < entries.count, entries[end].isCopy(of: message),
+                !entries[start..<end].contains(where: { $0.owner == entries[end].owner })
+            {
+                end += 1
             }
-            guard
-                try await shouldArchive(
-                    with: entry.with, preferences: preferences[accountID] ?? ArchivePreferences(), accountID: accountID,
-                    connection, logger: logger)
-            else { continue }
-            rows.append(PostgresBatchRows.ArchiveRow(accountID: accountID, entry: entry, fromBare: fromBare))
-            touched.insert(accountID)
+            let fromBare = bare(message.from)
+            var body = PostgresBatchRows.ArchiveBody(entry: message, fromBare: fromBare, owners: [])
+            for entry in entries[start..<end] {
+                guard let accountID = accountIDs[entry.owner] else { continue }
+                if let target = entry.retracts {
+                    // The message it retracts may be one of the rows not written yet. A shared
+                    // body is tombstoned for every archive holding it, as the retraction's
+                    // entries name them all.
+                    try await PostgresBatchRows.insertArchive(bodies, connection, logger: logger)
+                    bodies = []
+                    try await connection.run(
+                        """
+                        UPDATE archive_bodies AS b SET stanza = NULL, retracted_at = \(Milliseconds.from(entry.archivedAt))
+                        WHERE (b.stanza_id = \(target) OR b.origin_id = \(target)) AND b.from_bare = \(fromBare)
+                            AND b.retracted_at IS NULL
+                            AND EXISTS (SELECT 1 FROM archive_entries AS e WHERE e.account_id = \(accountID) AND e.id = b.id)
+                        """, logger: logger)
+                }
+                guard
+                    try await shouldArchive(
+                        with: entry.with, preferences: preferences[accountID] ?? ArchivePreferences(), accountID: accountID,
+                        connection, logger: logger)
+                else { continue }
+                body.owners.append((accountID, entry.with))
+                touched.insert(accountID)
+            }
+            start = end
+            if !body.owners.isEmpty { bodies.append(body) }
         }
-        try await PostgresBatchRows.insertArchive(rows, connection, logger: logger)
+        try await PostgresBatchRows.insertArchive(bodies, connection, logger: logger)
         if let maxPerUser {
             try await PostgresBatchRows.trimArchives(of: touched, keeping: maxPerUser, connection, logger: logger)
         }
@@ -56,43 +75,61 @@ extension PostgresStorage: ArchiveStore {
             guard let accountID = try await connection.accountID(of: user, logger: logger) else {
                 return ArchivePage(messages: [], complete: true, count: 0, firstIndex: nil)
             }
+            // `e` is the owner's entries, `b` their bodies; the counts join the bodies only
+            // when a filter reads them, so a plain count stays within the owner's index.
             var filter = SQLFilter()
-            filter.add("account_id = ", accountID)
+            var readsBodies = false
+            filter.add("e.account_id = ", accountID)
             if let with = query.with {
                 if query.withIsFull {
-                    filter.add("(from_jid = ", with, " OR to_jid = ", with, ")")
+                    filter.add("(b.from_jid = ", with, " OR b.to_jid = ", with, ")")
+                    readsBodies = true
                 } else {
-                    filter.add("with_bare = ", with)
+                    filter.add("e.with_bare = ", with)
                 }
             }
-            if let start = query.start { filter.add("archived_at >= ", Milliseconds.from(start)) }
-            if let end = query.end { filter.add("archived_at <= ", Milliseconds.from(end)) }
+            if let start = query.start {
+                filter.add("b.archived_at >= ", Milliseconds.from(start))
+                readsBodies = true
+            }
+            if let end = query.end {
+                filter.add("b.archived_at <= ", Milliseconds.from(end))
+                readsBodies = true
+            }
             func position(of stanzaID: String) async throws -> Int64 {
                 guard
                     let position = try await connection.value(
-                        "SELECT id FROM archive_messages WHERE account_id = \(accountID) AND stanza_id = \(stanzaID) ORDER BY id LIMIT 1",
+                        """
+                        SELECT b.id FROM archive_bodies AS b JOIN archive_entries AS e ON e.account_id = \(accountID) AND e.id = b.id
+                        WHERE b.stanza_id = \(stanzaID) ORDER BY b.id LIMIT 1
+                        """,
                         as: Int64.self, logger: logger)
                 else { throw StorageError.itemNotFound("archive id '\(stanzaID)'") }
                 return position
             }
-            if let afterID = query.afterID { filter.add("id > ", try await position(of: afterID)) }
-            if let beforeID = query.beforeID { filter.add("id < ", try await position(of: beforeID)) }
-            if let ids = query.ids { filter.add("stanza_id = ANY(", ids, ")") }
+            if let afterID = query.afterID { filter.add("e.id > ", try await position(of: afterID)) }
+            if let beforeID = query.beforeID { filter.add("e.id < ", try await position(of: beforeID)) }
+            if let ids = query.ids {
+                filter.add("b.stanza_id = ANY(", ids, ")")
+                readsBodies = true
+            }
+            let counted = readsBodies ? "archive_entries AS e JOIN archive_bodies AS b ON b.id = e.id" : "archive_entries AS e"
             let count = try await connection.value(
-                filter.query("SELECT COUNT(*) FROM archive_messages WHERE "), as: Int64.self, logger: logger) ?? 0
+                filter.query("SELECT COUNT(*) FROM \(counted) WHERE "), as: Int64.self, logger: logger) ?? 0
 
             var paged = filter
-            if let after = query.after { paged.add("id > ", try await position(of: after)) }
+            if let after = query.after { paged.add("e.id > ", try await position(of: after)) }
             let backwards = query.before != nil
-            if let before = query.before, !before.isEmpty { paged.add("id < ", try await position(of: before)) }
+            if let before = query.before, !before.isEmpty { paged.add("e.id < ", try await position(of: before)) }
             let limit = max(query.max, 0)
             var rows = try await connection.rows(
                 paged.query(
                     """
-                    SELECT id, stanza_id, origin_id, message_id, message_type, from_jid, to_jid, stanza, archived_at, retracted_at
-                    FROM archive_messages WHERE
+                    SELECT e.id, b.stanza_id, b.origin_id, b.message_id, b.message_type, b.from_jid, b.to_jid, b.stanza,
+                           b.archived_at, b.retracted_at
+                    FROM archive_entries AS e JOIN archive_bodies AS b ON b.id = e.id WHERE
                     """,
-                    then: " ORDER BY id \(backwards ? "DESC" : "ASC") LIMIT \(limit + 1)"),
+                    then: " ORDER BY e.id \(backwards ? "DESC" : "ASC") LIMIT \(limit + 1)"),
                 logger: logger)
             let complete = rows.count <= limit
             rows = Array(rows.prefix(limit))
@@ -108,10 +145,10 @@ extension PostgresStorage: ArchiveStore {
             var firstIndex: Int?
             if let first = messages.first {
                 var before = filter
-                before.add("id < ", first.position)
+                before.add("e.id < ", first.position)
                 firstIndex = Int(
                     try await connection.value(
-                        before.query("SELECT COUNT(*) FROM archive_messages WHERE "), as: Int64.self, logger: logger) ?? 0)
+                        before.query("SELECT COUNT(*) FROM \(counted) WHERE "), as: Int64.self, logger: logger) ?? 0)
             }
             return ArchivePage(messages: messages, complete: complete, count: Int(count), firstIndex: firstIndex)
         }
@@ -121,12 +158,13 @@ extension PostgresStorage: ArchiveStore {
         let logger = logger
         return try await read { connection in
             guard let accountID = try await connection.accountID(of: user, logger: logger) else { return [] }
-            // Served by the partial index archive_messages_sent: no scan of received messages.
+            // Served by the partial index archive_entries_origin_id: no walk through messages
+            // without an origin-id.
             return try await connection.rows(
                 """
-                SELECT with_bare, origin_id FROM archive_messages
-                WHERE account_id = \(accountID) AND from_bare = \(bareJID) AND origin_id IS NOT NULL
-                ORDER BY id DESC LIMIT \(Int64(max(limit, 0)))
+                SELECT e.with_bare, b.origin_id FROM archive_entries AS e JOIN archive_bodies AS b ON b.id = e.id
+                WHERE e.account_id = \(accountID) AND e.has_origin_id AND b.from_bare = \(bareJID) AND b.origin_id IS NOT NULL
+                ORDER BY e.id DESC LIMIT \(Int64(max(limit, 0)))
                 """, logger: logger
             ).map { row in
                 let (to, originID) = try row.decode((String, String).self)
@@ -170,10 +208,14 @@ extension PostgresStorage: ArchiveStore {
         let logger = logger
         let cutoff = Milliseconds.from(date)
         return try await transaction { connection in
+            // Each account's entries of the bodies older than the cutoff (counted, as each is
+            // a message in an archive); their bodies go with them (archive_entries_released).
             Int(
                 try await connection.value(
                     """
-                    WITH pruned AS (DELETE FROM archive_messages WHERE archived_at < \(cutoff) RETURNING 1)
+                    WITH pruned AS (
+                        DELETE FROM archive_entries AS e USING archive_bodies AS b
+                        WHERE b.id = e.id AND b.archived_at < \(cutoff) RETURNING 1)
                     SELECT COUNT(*) FROM pruned
                     """, as: Int64.self, logger: logger) ?? 0)
         }

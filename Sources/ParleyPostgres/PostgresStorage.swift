@@ -53,9 +53,17 @@ public final class PostgresStorage: Sendable {
     /// and brings its schema up to date. Throws `StorageError.unusableDatabase` if the
     /// database cannot be reached or was migrated by a newer Parley.
     public static func open(url: String, options: Options = Options(), logger: Logger) async throws -> PostgresStorage {
+        try await open(url: url, options: options, migratingThrough: nil, logger: logger)
+    }
+
+    /// `open`, with the schema brought only as far as the migration named `last` (for tests
+    /// of the migrations after it).
+    static func open(url: String, options: Options = Options(), migratingThrough last: String?, logger: Logger) async throws
+        -> PostgresStorage
+    {
         let storage = PostgresStorage(url: try PostgresURL(url), options: options, logger: logger)
         do {
-            try await PostgresMigrations.migrate(storage.client, logger: logger)
+            try await PostgresMigrations.migrate(storage.client, through: last, logger: logger)
         } catch {
             await storage.close()
             if let error = error as? StorageError { throw error }

@@ -34,11 +34,12 @@ public enum SQLiteImport {
         ]),
         ("offline_messages", "id", [("id", .integer), ("account_id", .integer), ("stanza", .text), ("stored_at", .date)]),
         ("blocked_jids", nil, [("account_id", .integer), ("jid", .text)]),
-        ("archive_messages", "id", [
-            ("id", .integer), ("account_id", .integer), ("with_bare", .text), ("from_bare", .text), ("from_jid", .text),
-            ("to_jid", .text), ("stanza_id", .text), ("origin_id", .text), ("message_id", .text), ("message_type", .text),
-            ("stanza", .text), ("archived_at", .integer), ("retracted_at", .integer),
+        ("archive_bodies", "id", [
+            ("id", .integer), ("owners", .integer), ("from_bare", .text), ("from_jid", .text), ("to_jid", .text),
+            ("stanza_id", .text), ("origin_id", .text), ("message_id", .text), ("message_type", .text), ("stanza", .text),
+            ("archived_at", .integer), ("retracted_at", .integer),
         ]),
+        ("archive_entries", nil, [("account_id", .integer), ("id", .integer), ("with_bare", .text), ("has_origin_id", .boolean)]),
         ("archive_preferences", nil, [("account_id", .integer), ("default_mode", .text)]),
         ("archive_preference_jids", nil, [("account_id", .integer), ("jid", .text), ("archive", .boolean)]),
         ("pep_nodes", "id", [("id", .integer), ("account_id", .integer), ("node", .text), ("configuration", .text)]),
@@ -91,8 +92,8 @@ public enum SQLiteImport {
             }
             var copied: [(table: String, rows: Int)] = []
             for table in tables {
-                if table.name == "archive_messages" {
-                    copied.append((table.name, try await copyArchive(from: source, sequences: sequences, connection, logger: logger)))
+                if table.name == "archive_entries" {
+                    copied.append((table.name, try await copyArchiveEntries(from: source, connection, logger: logger)))
                     continue
                 }
                 var count = 0
@@ -123,49 +124,33 @@ public enum SQLiteImport {
 
     static let pageSize = 1000
 
-    /// The archive is one row per owner and message in PostgreSQL, but in SQLite one body per
-    /// message and one entry per archive holding it, at the body's position
-    /// (v20_perf_archive). Read one account at a time, through the entries' own order; each
-    /// row's id is twice its position, plus one for the recipient's copy (whose other party
-    /// is the sender), so both copies of a message keep its place in each archive.
-    private static func copyArchive(
-        from source: DatabaseQueue, sequences: [String: Int64], _ connection: PostgresConnection, logger: Logger
-    ) async throws -> Int {
-        guard let table = tables.first(where: { $0.name == "archive_messages" }) else { return 0 }
-        let accountIDs = try await source.read { db in try Int64.fetchAll(db, sql: "SELECT id FROM accounts ORDER BY id") }
+    /// The archive's entries (one per archive holding a message, at its body's position, as
+    /// on SQLite since its v20_perf_archive): many, so read in pages, in the order of their
+    /// key (account, position).
+    private static func copyArchiveEntries(from source: DatabaseQueue, _ connection: PostgresConnection, logger: Logger) async throws -> Int {
+        guard let table = tables.first(where: { $0.name == "archive_entries" }) else { return 0 }
         var count = 0
-        for accountID in accountIDs {
-            var after = Int64.min
-            while true {
-                let cursor = after
-                let page = try await source.read { db in
-                    try Row.fetchAll(
-                        db,
-                        sql: """
-                            SELECT e.id * 2 + (e.with_bare = b.from_bare), e.account_id, e.with_bare, b.from_bare, b.from_jid, b.to_jid,
-                                   b.stanza_id, b.origin_id, b.message_id, b.message_type, b.stanza, b.archived_at, b.retracted_at, e.id
-                            FROM archive_entries e JOIN archive_bodies b ON b.id = e.id
-                            WHERE e.account_id = ? AND e.id > ? ORDER BY e.id LIMIT \(pageSize)
-                            """, arguments: [accountID, cursor]
-                    ).map { row -> [Value] in
-                        table.columns.indices.map { index -> Value in
-                            if case .text = table.columns[index].1 { return .text(row[index] as String?) }
-                            return .integer(row[index] as Int64?)
-                        }
-                    }
+        var after: (account: Int64, id: Int64) = (Int64.min, Int64.min)
+        while true {
+            let cursor = after
+            let page = try await source.read { db in
+                try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT account_id, id, with_bare, has_origin_id FROM archive_entries
+                        WHERE (account_id, id) > (?, ?) ORDER BY account_id, id LIMIT \(pageSize)
+                        """, arguments: [cursor.account, cursor.id]
+                ).map { row -> [Value] in
+                    [.integer(row[0]), .integer(row[1]), .text(row[2]), .boolean((row[3] as Int64?).map { $0 != 0 })]
                 }
-                try await insert(page, into: table, connection, logger: logger)
-                count += page.count
-                guard page.count == pageSize, case .integer(let last)? = page.last?.first, let last else { break }
-                after = last / 2
             }
+            try await insert(page, into: table, connection, logger: logger)
+            count += page.count
+            guard page.count == pageSize, case .integer(let account)? = page.last?[0], case .integer(let id)? = page.last?[1],
+                let account, let id
+            else { break }
+            after = (account, id)
         }
-        let next = max((sequences["archive_bodies"] ?? 0) * 2 + 2, 1)
-        try await connection.run(
-            """
-            SELECT setval(pg_get_serial_sequence('archive_messages', 'id'),
-                GREATEST(\(next), (SELECT COALESCE(MAX(id), 1) FROM archive_messages)))
-            """, logger: logger)
         return count
     }
 

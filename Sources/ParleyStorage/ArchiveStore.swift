@@ -180,3 +180,13 @@ public protocol ArchiveStore: Sendable {
     @discardableResult
     func pruneArchive(before date: Date) async throws -> Int
 }
+
+extension ArchiveEntry {
+    /// Another archive's copy of the same message: everything but the owner and the other
+    /// party is the same, so both archives can share one body.
+    public func isCopy(of other: ArchiveEntry) -> Bool {
+        stanzaID == other.stanzaID && stanza == other.stanza && from == other.from && to == other.to
+            && originID == other.originID && messageID == other.messageID && messageType == other.messageType
+            && archivedAt == other.archivedAt && retracts == other.retracts
+    }
+}

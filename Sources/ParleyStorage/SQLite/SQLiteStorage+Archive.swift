@@ -313,13 +313,3 @@ extension SQLiteStorage: ArchiveStore {
         Date(timeIntervalSince1970: Double(milliseconds) / 1000)
     }
 }
-
-extension ArchiveEntry {
-    /// Another archive's copy of the same message: everything but the owner and the other
-    /// party is the same, so both archives can share one body.
-    func isCopy(of other: ArchiveEntry) -> Bool {
-        stanzaID == other.stanzaID && stanza == other.stanza && from == other.from && to == other.to
-            && originID == other.originID && messageID == other.messageID && messageType == other.messageType
-            && archivedAt == other.archivedAt && retracts == other.retracts
-    }
-}
