@@ -16,12 +16,14 @@ public final class PostgresStorage: Sendable {
     public struct Options: Sendable {
         /// Removed roster items remembered per user for roster deltas (XEP-0237).
         public var rosterTombstoneLimit: Int
-        /// The most offline-message operations (or archive batches) committed in one transaction.
+        /// The most offline-message operations (or archive batches) committed in one
+        /// transaction: as on SQLite, the 4,096 offline messages `OfflineWriter` hands over at
+        /// once are one transaction, not eight (bench/README.md, PostgreSQL).
         public var offlineBatchLimit: Int
         /// Connections the pool opens at most.
         public var maximumConnections: Int
 
-        public init(rosterTombstoneLimit: Int = 1000, offlineBatchLimit: Int = 512, maximumConnections: Int = 20) {
+        public init(rosterTombstoneLimit: Int = 1000, offlineBatchLimit: Int = 4096, maximumConnections: Int = 20) {
             self.rosterTombstoneLimit = rosterTombstoneLimit
             self.offlineBatchLimit = offlineBatchLimit
             self.maximumConnections = maximumConnections
