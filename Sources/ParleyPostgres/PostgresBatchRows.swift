@@ -7,20 +7,39 @@ import PostgresNIO
 /// INSERT per row); each of these is one round trip per batch, whatever the batch holds, and
 /// the INSERTs take their rows as arrays (`unnest`), so their text is the same for every batch.
 enum PostgresBatchRows {
-    /// The ids of `usernames`' accounts, locked against deletion until the transaction ends
-    /// (`FOR KEY SHARE`, as `accountID(of:lock:)`); the missing ones are absent. Locked in
-    /// name order, so two writers never wait on each other crosswise.
-    static func accountIDs(of usernames: Set<String>, _ connection: PostgresConnection, logger: Logger) async throws -> [String: Int64] {
-        guard !usernames.isEmpty else { return [:] }
+    /// The accounts a batch names: their ids, and their archive preferences (absent rows:
+    /// the defaults), for every account, whether or not it has archive entries in the batch,
+    /// as a second query for the preferences cost more than reading a few that go unused.
+    struct Accounts {
         var ids: [String: Int64] = [:]
+        var preferences: [Int64: ArchivePreferences] = [:]
+    }
+
+    /// The ids of `usernames`' accounts, locked against deletion until the transaction ends
+    /// (`FOR KEY SHARE`, as `accountID(of:lock:)`), with their archive preferences, in one
+    /// round trip; the missing ones are absent. Locked in name order, so two writers never
+    /// wait on each other crosswise.
+    static func accounts(of usernames: Set<String>, _ connection: PostgresConnection, logger: Logger) async throws -> Accounts {
+        guard !usernames.isEmpty else { return Accounts() }
+        var accounts = Accounts()
         let names = usernames.sorted()
         for row in try await connection.rows(
-            "SELECT username, id FROM accounts WHERE username = ANY(\(names)) ORDER BY username FOR KEY SHARE", logger: logger)
+            """
+            SELECT a.username, a.id, p.default_mode,
+                   ARRAY(SELECT jid FROM archive_preference_jids WHERE account_id = a.id AND archive ORDER BY jid),
+                   ARRAY(SELECT jid FROM archive_preference_jids WHERE account_id = a.id AND NOT archive ORDER BY jid)
+            FROM accounts AS a LEFT JOIN archive_preferences AS p ON p.account_id = a.id
+            WHERE a.username = ANY(\(names)) ORDER BY a.username FOR KEY SHARE OF a
+            """, logger: logger)
         {
-            let (name, id) = try row.decode((String, Int64).self)
-            ids[name] = id
+            let (name, id, mode, always, never) = try row.decode((String, Int64, String?, [String], [String]).self)
+            accounts.ids[name] = id
+            var preferences = ArchivePreferences(defaultMode: mode.flatMap(ArchivePreferences.Default.init(rawValue:)) ?? .always)
+            preferences.always = always
+            preferences.never = never
+            accounts.preferences[id] = preferences
         }
-        return ids
+        return accounts
     }
 
     /// How many offline messages each of `accountIDs` holds (0 for those with none).
@@ -124,29 +143,6 @@ enum PostgresBatchRows {
             JOIN unnest(\(entryAccount)::bigint[], \(entryBody)::bigint[], \(entryWith)::text[], \(entryOrigin)::boolean[])
                 AS entry(account_id, body, with_bare, has_origin_id) ON entry.body = numbered.n
             """, logger: logger)
-    }
-
-    /// Every account's archive preferences, in two queries for all of them.
-    static func archivePreferences(
-        of accountIDs: Set<Int64>, _ connection: PostgresConnection, logger: Logger
-    ) async throws -> [Int64: ArchivePreferences] {
-        guard !accountIDs.isEmpty else { return [:] }
-        let ids = Array(accountIDs)
-        var preferences = Dictionary(uniqueKeysWithValues: accountIDs.map { ($0, ArchivePreferences(defaultMode: .always)) })
-        for row in try await connection.rows(
-            "SELECT account_id, default_mode FROM archive_preferences WHERE account_id = ANY(\(ids))", logger: logger)
-        {
-            let (id, mode) = try row.decode((Int64, String).self)
-            preferences[id]?.defaultMode = ArchivePreferences.Default(rawValue: mode) ?? .always
-        }
-        for row in try await connection.rows(
-            "SELECT account_id, jid, archive FROM archive_preference_jids WHERE account_id = ANY(\(ids)) ORDER BY account_id, jid",
-            logger: logger)
-        {
-            let (id, jid, archive) = try row.decode((Int64, String, Bool).self)
-            if archive { preferences[id]?.always.append(jid) } else { preferences[id]?.never.append(jid) }
-        }
-        return preferences
     }
 
     /// Cuts every account of `accountIDs` back to its newest `keeping` entries, in one

@@ -134,8 +134,8 @@ final class PostgresGroupCommit: @unchecked Sendable {
         return batch
     }
 
-    /// The batch in a few round trips (`PostgresBatchRows`): the accounts, then the offline
-    /// counts, each in one query; the offline rows and the archive rows each in one INSERT
+    /// The batch in a few round trips (`PostgresBatchRows`): the accounts with their archive
+    /// preferences, then the offline counts, each in one query; the offline rows and the archive rows each in one INSERT
     /// (per 2,000 rows). Requests keep their order: ids increase along the batch, a quota
     /// counts the rows stored before it in the batch, and a deletion sees them.
     private static func apply(
@@ -149,7 +149,8 @@ final class PostgresGroupCommit: @unchecked Sendable {
                 usernames.insert(request.user)
             }
         }
-        let accountIDs = try await PostgresBatchRows.accountIDs(of: usernames, connection, logger: logger)
+        let accounts = try await PostgresBatchRows.accounts(of: usernames, connection, logger: logger)
+        let accountIDs = accounts.ids
         var storing = Set<Int64>()
         for request in batch {
             if case .store = request.operation, let id = accountIDs[request.user] { storing.insert(id) }
@@ -165,7 +166,7 @@ final class PostgresGroupCommit: @unchecked Sendable {
             switch request.operation {
             case .archive(let entries, let maxPerUser):
                 if !archive.entries.isEmpty, archive.maxPerUser != maxPerUser {
-                    try await archive.write(accountIDs: accountIDs, connection, logger: logger)
+                    try await archive.write(accounts, connection, logger: logger)
                 }
                 archive.entries += entries
                 archive.maxPerUser = maxPerUser
@@ -200,7 +201,7 @@ final class PostgresGroupCommit: @unchecked Sendable {
             }
         }
         try await offline.write(storedAt: now, into: &results, connection, logger: logger)
-        try await archive.write(accountIDs: accountIDs, connection, logger: logger)
+        try await archive.write(accounts, connection, logger: logger)
         return results
     }
 }
@@ -226,9 +227,9 @@ private struct PendingArchive {
     var entries: [ArchiveEntry] = []
     var maxPerUser: Int?
 
-    mutating func write(accountIDs: [String: Int64], _ connection: PostgresConnection, logger: Logger) async throws {
+    mutating func write(_ accounts: PostgresBatchRows.Accounts, _ connection: PostgresConnection, logger: Logger) async throws {
         guard !entries.isEmpty else { return }
-        try await PostgresStorage.writeArchive(entries, maxPerUser: maxPerUser, accountIDs: accountIDs, connection, logger: logger)
+        try await PostgresStorage.writeArchive(entries, maxPerUser: maxPerUser, accounts: accounts, connection, logger: logger)
         entries = []
     }
 }

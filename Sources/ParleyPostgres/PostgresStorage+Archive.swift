@@ -13,16 +13,17 @@ extension PostgresStorage: ArchiveStore {
     }
 
     /// The archive's rows for `entries`, inside the caller's transaction, for accounts whose
-    /// ids (locked) the caller looked up: the preferences of all of them in one read, the rows
-    /// in one statement, the cut back to `maxPerUser` in one DELETE. Consecutive entries that
+    /// ids (locked) and preferences the caller looked up: the rows in one statement, the cut
+    /// back to `maxPerUser` in one DELETE. Consecutive entries that
     /// are copies of one message for different owners (as `ArchiveModule` queues a message
     /// between two local accounts) share one body row (v11_archive_bodies); each owner gets
     /// its own entry, at the body's position.
     static func writeArchive(
-        _ entries: [ArchiveEntry], maxPerUser: Int?, accountIDs: [String: Int64], _ connection: PostgresConnection, logger: Logger
+        _ entries: [ArchiveEntry], maxPerUser: Int?, accounts: PostgresBatchRows.Accounts, _ connection: PostgresConnection,
+        logger: Logger
     ) async throws {
-        let owners = Set(entries.compactMap { accountIDs[$0.owner] })
-        let preferences = try await PostgresBatchRows.archivePreferences(of: owners, connection, logger: logger)
+        let accountIDs = accounts.ids
+        let preferences = accounts.preferences
         var bodies: [PostgresBatchRows.ArchiveBody] = []
         var touched: Set<Int64> = []
         var start = 0
