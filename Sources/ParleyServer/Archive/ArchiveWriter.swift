@@ -51,8 +51,14 @@ final class ArchiveWriter: Sendable {
 
     /// Entries queued beyond this make every session with entries of its own in the queue
     /// wait for its oldest one before reading on: memory stays bounded however many sessions
-    /// send, and each waits only for its own place in the queue.
-    static let highWater: UInt64 = 4096
+    /// send, and each waits only for its own place in the queue. Two batches' worth: the
+    /// writer takes up to `batchLimit` at once, and as many may arrive while it commits them.
+    /// At 4,096 (half a batch) a store whose commits take a little longer (PostgreSQL:
+    /// ~2,200 entries per batch at saturation and as many arriving meanwhile) sat at the
+    /// bound, and every session that sent while it was crossed waited a whole batch more than
+    /// the others: p99 12-16× p50 (bench/README.md, PostgreSQL). The per-session window is
+    /// what keeps each stream's wait like the others'.
+    static let highWater = UInt64(2 * batchLimit)
     /// Messages one session may have waiting for the archive before it waits for the oldest:
     /// a sliding window, so a fast sender is slowed a little at every message rather than
     /// stopped for a whole backlog now and then (which made the p99 latency 50-100× the p50).
