@@ -38,6 +38,10 @@ public final class PostgresStorage: Sendable {
     let offlineWriter: PostgresGroupCommit
     let rosterObservers = RosterChangeObservers()
     private let runner: Task<Void, Never>
+    /// The connections' own event loop, not one of the sessions': a group commit's
+    /// megabyte of bound arrays is encoded and written there, and the sessions on the loop
+    /// that did it waited meanwhile (bench/README.md, PostgreSQL).
+    private let group: MultiThreadedEventLoopGroup
 
     private init(url: PostgresURL, options: Options, logger: Logger) {
         location = url.description
@@ -45,7 +49,8 @@ public final class PostgresStorage: Sendable {
         self.logger = logger
         var configuration = url.clientConfiguration
         configuration.options.maximumConnections = max(options.maximumConnections, 1)
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let client = PostgresClient(configuration: configuration, eventLoopGroup: group, backgroundLogger: logger)
         self.client = client
         runner = Task { await client.run() }
         offlineWriter = PostgresGroupCommit(client: client, batchLimit: options.offlineBatchLimit, logger: logger)
@@ -79,6 +84,7 @@ public final class PostgresStorage: Sendable {
         await offlineWriter.waitUntilIdle()
         runner.cancel()
         await runner.value
+        try? await group.shutdownGracefully()
     }
 
     /// Rows in `table`, whoever owns them: for tests that check what goes with an account.
