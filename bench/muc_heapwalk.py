@@ -30,6 +30,7 @@ def resident(addr, npages):
 page_used = collections.Counter()
 chunks_on_page = collections.defaultdict(list)
 resident_pages = set()
+region_of_page = {}
 total_resident = 0
 for fields in maps:
     lo, hi = (int(x, 16) for x in fields[0].split('-'))
@@ -70,6 +71,7 @@ for fields in maps:
             chunks_on_page[page].append((size, first_word))
             if res[page - lo // 4096]:
                 resident_pages.add(page)
+                region_of_page[page] = f'{lo:#x}'
 
 used = sum(page_used.values())
 print(f'resident heap pages {total_resident / 1e6:.1f} MB; chunks in use {used / 1e6:.1f} MB; '
@@ -81,3 +83,7 @@ kinds = collections.Counter(kind for p in sparse for kind in chunks_on_page[p])
 print(f'pages with less than 1 KiB in use: {len(sparse)}, holding {sum(kinds.values())} chunks; the commonest (count, size, first word):')
 for (size, word), count in kinds.most_common(int(sys.argv[2]) if len(sys.argv) > 2 else 25):
     print(f'{count:8} {size:6} {word:#x}')
+by_heap = collections.Counter(region_of_page[p] for p in sparse)
+all_by_heap = collections.Counter(region_of_page[p] for p in resident_pages)
+print('by heap (arena heap start: sparse pages / resident pages with chunks in use):',
+      ', '.join(f'{heap} {count}/{all_by_heap[heap]}' for heap, count in by_heap.most_common()))
