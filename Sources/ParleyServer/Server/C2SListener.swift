@@ -16,7 +16,7 @@ struct C2SListener {
     }
 
     static func bind(
-        _ settings: Settings, server: ServerContext, group: any EventLoopGroup, tracker: ConnectionTracker
+        _ settings: Settings, server: ServerContext, group: any EventLoopGroup
     ) async throws -> any Channel {
         if settings.directTLS, server.tls == nil {
             throw ListenerError.directTLSWithoutCertificate
@@ -35,9 +35,10 @@ struct C2SListener {
             // NIO's adaptive allocator, in a form the channel stores without a box of its own.
             .childChannelOption(.recvAllocator, value: CompactRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: 65_536))
             .childChannelInitializer { [fallback] channel in
-                tracker.track(channel)
-                return channel.eventLoop.makeCompletedFuture {
+                channel.eventLoop.makeCompletedFuture {
                     try installPipeline(on: channel, settings: settings, server: server, fallback: fallback)
+                    // Once the session handler is in: it takes the channel out when removed.
+                    server.connections.trackUntilSessionHandlerRemoved(channel)
                 }
             }
         return try await bootstrap.bind(host: settings.host, port: settings.port).get()

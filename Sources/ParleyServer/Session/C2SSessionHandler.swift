@@ -99,6 +99,7 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// and timers) for the life of the process.
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
+        server.connections.untrack(context.channel)
     }
 
     func channelActive(context: ChannelHandlerContext) {
