@@ -20,6 +20,8 @@ struct UnackedQueue<Item> {
 
     var count: Int { items.count }
     var isEmpty: Bool { items.isEmpty }
+    /// Slots of the ring, filled or not (tests).
+    var capacity: Int { items.capacity }
     /// Unacknowledged items, oldest first.
     var pending: [Item] { Array(items) }
 
