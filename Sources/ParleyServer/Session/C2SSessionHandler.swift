@@ -30,10 +30,11 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
         case closed
     }
 
+    // Stored properties go word-sized first and single bytes last: Swift lays a class out
+    // in declaration order, and every Bool between two words cost 7 bytes of padding in
+    // every session.
     let server: ServerContext
     let remoteAddress: String
-    /// TCP, direct TLS or WebSocket: only what differs between them (`C2STransport`).
-    let transport: C2STransport
     /// The encoder just below this handler (TCP and direct TLS: the listener makes both),
     /// written to directly: see `XMLStreamEncoder.enqueue`. nil: through the pipeline.
     let encoder: XMLStreamEncoder?
@@ -46,42 +47,43 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
         if case .bound(let handle) = phase { logger[metadataKey: "jid"] = "\(handle.jid)" }
         return logger
     }
-    var phase = Phase.awaitingHeader
-    var isSecure: Bool
     /// The localpart that authenticated, once SASL succeeded.
     var authenticatedUser: String?
+    var context: ChannelHandlerContext?
+    var suspendedEvents = HeldEvents()
+    var stanzaBucket: TokenBucket
+    var sessionStart = NIODeadline.now()
+    /// The session this connection holds (from bind or resumption on); it may outlive the
+    /// connection (XEP-0198).
+    var boundSession: BoundSession?
+    /// Rarely used state, made when needed (`C2SSessionHandler+Occasional`).
+    var occasional: Occasional?
+    var phase = Phase.awaitingHeader
     /// The id of that user's account, as looked up for the authentication.
     var authenticatedAccountID: Int64?
+    /// Whether the transport (TCP) may offer STARTTLS (`C2STransport`); only that of it is kept.
+    let offersStartTLS: Bool
+    var isSecure: Bool
     /// Whether our side of the current stream (since the last restart) has its header out:
     /// a stream error must always follow one (RFC 6120 §4.9.1.1).
     var responseHeaderSent = false
-    var context: ChannelHandlerContext?
     var admitted = false
-
-    var suspendedEvents = HeldEvents()
     var isSuspended = false
     /// Reading is off because many stanzas wait behind work in flight (storage commits):
     /// a bound client sending faster than storage keeps up is slowed by TCP, not cut off.
     private var heldForWork = false
-    var stanzaBucket: TokenBucket
     var readPaused = false
     var flushScheduled = false
     /// Set while a `DeliveryBatch` writes to this session: it flushes once when done.
     var flushDeferred = false
     var flushOwed = false
-    var sessionStart = NIODeadline.now()
-    /// The session this connection holds (from bind or resumption on); it may outlive the
-    /// connection (XEP-0198).
-    var boundSession: BoundSession?
     /// XEP-0352: the client's last word was `<inactive/>`.
     var clientInactive = false
-    /// Rarely used state, made when needed (`C2SSessionHandler+Occasional`).
-    var occasional: Occasional?
 
     init(server: ServerContext, remoteAddress: String, transport: C2STransport, encoder: XMLStreamEncoder? = nil) {
         self.server = server
         self.remoteAddress = remoteAddress
-        self.transport = transport
+        self.offersStartTLS = transport.offersStartTLS
         self.encoder = encoder
         self.isSecure = transport.isSecure
         self.stanzaBucket = TokenBucket(rate: server.policy.stanzasPerSecond, burst: server.policy.stanzaBurst)
