@@ -41,13 +41,13 @@ final class BoundSession: Sendable {
                 yield &value
             }
         }
+        var held: [SessionDelivery] = []
+        var waiting = ClientStateQueue()
         /// Set when ending for good begins; deliveries then wait in `held`.
         var ending = false
         var ended = false
-        var held: [SessionDelivery] = []
         /// XEP-0352: the client said `<inactive/>`; stanzas that can wait are held back.
         var inactive = false
-        var waiting = ClientStateQueue()
 
         init(attachment: Attachment) {
             self.attachment = attachment
