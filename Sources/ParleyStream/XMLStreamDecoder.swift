@@ -24,14 +24,20 @@ public final class XMLStreamDecoder: ChannelDuplexHandler, RemovableChannelHandl
         case afterTLS
     }
 
+    // Word-sized properties first, bytes last: no padding between them (every connection
+    // has one of these).
     private let parser: XMLStreamParser
-    /// After this long without input, the parser gives its libxml2 context back; an idle
-    /// connection then costs a few kilobytes instead of tens (nil keeps it always).
-    private let releaseMemoryAfter: TimeAmount?
     private var lastRead = NIODeadline.uptimeNanoseconds(0)
     /// The loop whose `LoopTimers` holds our release deadline, while it does.
     private var releaseLoop: (any EventLoop)?
-    public var loopTimerSlot = -1
+    /// After this long without input, the parser gives its libxml2 context back; an idle
+    /// connection then costs a few kilobytes instead of tens (nil keeps it always).
+    private let releaseMemoryAfter: TimeAmount?
+    private var timerSlot: Int32 = -1
+    public var loopTimerSlot: Int {
+        get { Int(timerSlot) }
+        set { timerSlot = Int32(newValue) }
+    }
     private var pendingRestart: Restart?
     private var isFeeding = false
     private var failed = false

@@ -22,25 +22,40 @@ public final class XMLStreamEncoder: ChannelOutboundHandler, RemovableChannelHan
     /// Whether we have an open stream of our own to close; an error before any header (the
     /// peer's header was unacceptable) must still open one first (RFC 6120 §4.9.1.1).
     private var streamOpen = false
-    /// The header to send if an error must be written before any stream was opened.
-    private let fallbackOpening: StreamOpening
+    /// The header to send if an error must be written before any stream was opened: shared
+    /// by the encoders of one listener, as it is the same for all (inline, its six strings
+    /// cost every idle connection 96 bytes).
+    private let fallback: Fallback
     /// Bytes written since the last flush, not yet passed on.
     private var pending: ByteBuffer?
     /// Completed when `pending` is written (several writes' promises, cascaded).
     private var pendingPromise: EventLoopPromise<Void>?
     /// Its own context while it is in a pipeline: what `enqueue` and `flushEnqueued` write on.
     private var handlerContext: ChannelHandlerContext?
-    /// The channel's, taken once: asking the channel for it on every write was a measurable
-    /// share of a room's fan-out.
-    private var allocator = ByteBufferAllocator()
+    /// NIO's only allocator (a channel's is always this one), not asked of the channel on
+    /// every write: that was a measurable share of a room's fan-out. Static, not stored:
+    /// its four function pointers were 32 bytes of every connection.
+    private static let allocator = ByteBufferAllocator()
 
-    public init(fallbackOpening: StreamOpening = StreamOpening()) {
-        self.fallbackOpening = fallbackOpening
+    /// A stream header kept for `XMLStreamEncoder`s that may need it, made once and shared.
+    public final class Fallback: Sendable {
+        public let opening: StreamOpening
+
+        public init(_ opening: StreamOpening) {
+            self.opening = opening
+        }
+    }
+
+    public convenience init(fallbackOpening: StreamOpening = StreamOpening()) {
+        self.init(fallback: Fallback(fallbackOpening))
+    }
+
+    public init(fallback: Fallback) {
+        self.fallback = fallback
     }
 
     public func handlerAdded(context channelContext: ChannelHandlerContext) {
         handlerContext = channelContext
-        allocator = channelContext.channel.allocator
     }
 
     public func write(context channelContext: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -74,7 +89,7 @@ public final class XMLStreamEncoder: ChannelOutboundHandler, RemovableChannelHan
         } else {
             var capacity = 512
             if case .element(let element) = output { capacity = max(capacity, element.serializedSizeEstimate + 64) }
-            buffer = allocator.buffer(capacity: capacity)
+            buffer = Self.allocator.buffer(capacity: capacity)
         }
         switch output {
         case .open(let opening):
@@ -87,8 +102,8 @@ public final class XMLStreamEncoder: ChannelOutboundHandler, RemovableChannelHan
             buffer.writeStaticString(" ")
         case .error(let error):
             if !streamOpen {
-                fallbackOpening.write(to: &buffer)
-                context = fallbackOpening.namespaceContext
+                fallback.opening.write(to: &buffer)
+                context = fallback.opening.namespaceContext
             }
             XMLSerializer.write(error.element, to: &buffer, context: context)
             buffer.writeStaticString("</stream:stream>")

@@ -23,8 +23,10 @@ final class SSLConnection {
     let context: TLSContext
     let serverName: String?
     private var ssl: OpaquePointer?
-    private let networkIn: OpaquePointer
-    private let networkOut: OpaquePointer
+    private var networkIn: OpaquePointer
+    private var networkOut: OpaquePointer
+    /// Whether the BIOs the handshake grew were swapped for fresh ones (`releaseHandshakeBuffers`).
+    private var handshakeBuffersReleased = false
 
     /// Set by `CertificateVerifier` while the handshake runs, so that error reports can name
     /// the certificate even though OpenSSL drops it when verification fails.
@@ -106,6 +108,28 @@ final class SSLConnection {
         buffer.withUnsafeReadableBytes { bytes in
             _ = BIO_write(networkIn, bytes.baseAddress, Int32(bytes.count))
         }
+    }
+
+    /// Once after the handshake, when both BIOs are empty: swaps them for fresh ones. A memory
+    /// BIO keeps the largest buffer it ever grew to, and the handshake's flights (the
+    /// certificate chain out, the client's first flight in) made them about 1.4 KB together,
+    /// which every idle TLS connection carried for good. Until it succeeds, each call costs
+    /// two pending-byte checks.
+    func releaseHandshakeBuffers() {
+        guard !handshakeBuffersReleased, let ssl, BIO_ctrl_pending(networkIn) == 0, BIO_ctrl_pending(networkOut) == 0,
+            let freshIn = BIO_new(BIO_s_mem())
+        else { return }
+        guard let freshOut = BIO_new(BIO_s_mem()) else {
+            BIO_free(freshIn)
+            return
+        }
+        _ = parley_BIO_set_mem_eof_return(freshIn, -1)
+        _ = parley_BIO_set_mem_eof_return(freshOut, -1)
+        SSL_set0_rbio(ssl, freshIn)  // frees the old one
+        SSL_set0_wbio(ssl, freshOut)
+        networkIn = freshIn
+        networkOut = freshOut
+        handshakeBuffersReleased = true
     }
 
     /// Ciphertext OpenSSL produced (handshake messages, records, alerts), or nil if none.

@@ -247,6 +247,7 @@ public final class TLSHandler: ChannelDuplexHandler {
             guard case .complete = outcome else { break }
         }
         flushOutput(context: context)  // post-handshake messages (tickets, key updates)
+        if state == .active { connection.releaseHandshakeBuffers() }
 
         // After our own close_notify we no longer deliver data.
         if state == .active, plaintext.readableBytes > 0 {

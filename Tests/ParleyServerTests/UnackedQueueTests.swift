@@ -48,3 +48,20 @@ import Testing
         #expect(queue.isEmpty)
     }
 }
+
+/// An idle XEP-0198 session keeps no ring grown by a burst.
+@Suite struct UnackedQueueCapacityTests {
+    @Test func aDrainedQueueGivesItsRingBack() throws {
+        var queue = UnackedQueue<Int>()
+        #expect(queue.capacity == 1)
+        for item in 1...20 { queue.append(item) }
+        #expect(queue.capacity >= 20)
+        #expect(try queue.acknowledge(15) == Array(1...15))
+        #expect(queue.capacity >= 20 && queue.pending == Array(16...20))
+        #expect(try queue.acknowledge(20) == Array(16...20))
+        #expect(queue.capacity == 1 && queue.isEmpty)
+        // It goes on counting from where it was.
+        #expect(queue.append(21) == 21)
+        #expect(try queue.acknowledge(21) == [21])
+    }
+}

@@ -26,7 +26,7 @@ public final class AvatarConversion: ServerModule {
     let queue = UserQueue()
     let ownWrites = MirrorWrites()
     /// The XEP-0153 hash of each account's photo ("" for none), for presence stamping.
-    let hashes = NIOLockedValueBox([String: String]())
+    let hashes = NIOLockedValueBox(PhotoHashes())
 
     public init(pep: PEPService, profiles: ProfileService, events: ServerEventBus, logger: Logger) {
         self.pep = pep

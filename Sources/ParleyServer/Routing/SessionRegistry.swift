@@ -5,7 +5,7 @@ import ParleyCore
 /// "who is online". Lookups take a lock for a few dictionary operations only; a session's own
 /// work happens on its event loop.
 public final class SessionRegistry: Sendable {
-    private let accounts = NIOLockedValueBox([JID: [String: SessionHandle]]())
+    private let accounts = NIOLockedValueBox([JID: ResourceSessions]())
     /// The cluster this node belongs to, if any: told of every local bind and unbind.
     private let link = NIOLockedValueBox<(any ClusterLink)?>(nil)
     private let remoteObservers = NIOLockedValueBox([@Sendable () -> Void]())
@@ -36,7 +36,7 @@ public final class SessionRegistry: Sendable {
         guard let resource = handle.jid.resourcepart else { return nil }
         let bare = handle.jid.bare
         let conflict: Conflict? = accounts.withLockedValue { accounts in
-            var resources = accounts[bare] ?? [:]
+            var resources = accounts[bare] ?? ResourceSessions()
             for old in replacing { if resources[old.jid.resourcepart ?? ""] == old { resources[old.jid.resourcepart ?? ""] = nil } }
             if let existing = resources[resource] { return .resourceInUse(existing) }
             if maxPerAccount > 0, resources.count >= maxPerAccount { return .tooManySessions }
@@ -70,7 +70,7 @@ public final class SessionRegistry: Sendable {
         guard let resource = handle.jid.resourcepart else { return nil }
         return accounts.withLockedValue { accounts in
             let previous = accounts[handle.jid.bare]?[resource]
-            accounts[handle.jid.bare, default: [:]][resource] = handle
+            accounts[handle.jid.bare, default: ResourceSessions()][resource] = handle
             return previous
         }
     }

@@ -16,11 +16,12 @@ struct C2SListener {
     }
 
     static func bind(
-        _ settings: Settings, server: ServerContext, group: any EventLoopGroup, tracker: ConnectionTracker
+        _ settings: Settings, server: ServerContext, group: any EventLoopGroup
     ) async throws -> any Channel {
         if settings.directTLS, server.tls == nil {
             throw ListenerError.directTLSWithoutCertificate
         }
+        let fallback = XMLStreamEncoder.Fallback(StreamOpening(from: server.policy.domain.description))
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -31,11 +32,13 @@ struct C2SListener {
             // Stanzas are small and most connections idle: start reads small, grow on demand.
             // The channel keeps its last receive buffer for good, so its size is paid by every
             // idle session; a login's reads (headers, SASL, bind) are each under 256 bytes.
-            .childChannelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: 65_536))
-            .childChannelInitializer { channel in
-                tracker.track(channel)
-                return channel.eventLoop.makeCompletedFuture {
-                    try installPipeline(on: channel, settings: settings, server: server)
+            // NIO's adaptive allocator, in a form the channel stores without a box of its own.
+            .childChannelOption(.recvAllocator, value: CompactRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: 65_536))
+            .childChannelInitializer { [fallback] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try installPipeline(on: channel, settings: settings, server: server, fallback: fallback)
+                    // Once the session handler is in: it takes the channel out when removed.
+                    server.connections.trackUntilSessionHandlerRemoved(channel)
                 }
             }
         return try await bootstrap.bind(host: settings.host, port: settings.port).get()
@@ -50,7 +53,9 @@ struct C2SListener {
     /// pausing longer than 2 s did before.
     static let parserReleaseAfter = TimeAmount.milliseconds(100)
 
-    static func installPipeline(on channel: any Channel, settings: Settings, server: ServerContext) throws {
+    static func installPipeline(
+        on channel: any Channel, settings: Settings, server: ServerContext, fallback: XMLStreamEncoder.Fallback
+    ) throws {
         let remote = channel.remoteAddress?.ipAddress ?? "unknown"
         let pipeline = channel.pipeline.syncOperations
         if settings.directTLS, let tls = server.tls {
@@ -58,7 +63,7 @@ struct C2SListener {
         }
         try pipeline.addHandler(StreamKeepaliveHandler(configuration: settings.keepalive))
         try pipeline.addHandler(XMLStreamDecoder(limits: settings.parserLimits, releaseMemoryAfter: parserReleaseAfter))
-        let encoder = XMLStreamEncoder(fallbackOpening: StreamOpening(from: server.policy.domain.description))
+        let encoder = XMLStreamEncoder(fallback: fallback)
         try pipeline.addHandler(encoder)
         // Next to each other, so the session may write to the encoder straight.
         try pipeline.addHandler(C2SSessionHandler(

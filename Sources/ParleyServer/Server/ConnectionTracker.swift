@@ -13,6 +13,19 @@ final class ConnectionTracker: Sendable {
         }
     }
 
+    /// For a channel whose `C2SSessionHandler` is in its pipeline: the handler calls
+    /// `untrack` when it is removed, which NIO does for every handler when the channel
+    /// closes. A callback on each close future cost every connection about 70 bytes.
+    func trackUntilSessionHandlerRemoved(_ channel: any Channel) {
+        let key = ObjectIdentifier(channel)
+        channels.withLockedValue { $0[key] = channel }
+    }
+
+    func untrack(_ channel: any Channel) {
+        let key = ObjectIdentifier(channel)
+        channels.withLockedValue { _ = $0.removeValue(forKey: key) }
+    }
+
     var open: [any Channel] { channels.withLockedValue { Array($0.values) } }
 }
 

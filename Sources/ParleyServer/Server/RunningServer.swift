@@ -171,7 +171,7 @@ public final class RunningServer: Sendable {
                     sessionsLost: { presence.remoteSessionsLost($0) }))
         }
 
-        let tracker = ConnectionTracker()
+        let tracker = context.connections
         var listeners: [any Channel] = []
         var c2s: [SocketAddress] = []
         var direct: [SocketAddress] = []
@@ -184,14 +184,14 @@ public final class RunningServer: Sendable {
             for host in configuration.c2s.interfaces {
                 var settings = C2SListener.Settings(
                     host: host, port: configuration.c2s.port, directTLS: false, parserLimits: parserLimits, keepalive: keepalive)
-                let plain = try await C2SListener.bind(settings, server: context, group: group, tracker: tracker)
+                let plain = try await C2SListener.bind(settings, server: context, group: group)
                 listeners.append(plain)
                 if let address = plain.localAddress { c2s.append(address) }
                 if configuration.c2s.directTLSPort != 0 {
                     let port = configuration.c2s.directTLSPort
                     settings.port = port == ServerConfiguration.C2S.anyFreePort ? 0 : port
                     settings.directTLS = true
-                    let secure = try await C2SListener.bind(settings, server: context, group: group, tracker: tracker)
+                    let secure = try await C2SListener.bind(settings, server: context, group: group)
                     listeners.append(secure)
                     if let address = secure.localAddress { direct.append(address) }
                 }

@@ -87,6 +87,7 @@ extension C2SSessionHandler {
             write(.element(StreamManagementXML.answer(first.h)))
             answered = true
         }
+        releaseOccasionalIfIdle()
         if answered { scheduleFlush() }
     }
 

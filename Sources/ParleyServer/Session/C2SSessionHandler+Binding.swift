@@ -112,7 +112,7 @@ extension C2SSessionHandler {
     }
 
     func attachment(_ context: ChannelHandlerContext) -> BoundSession.Attachment {
-        BoundSession.Attachment(id: ObjectIdentifier(self), handler: NIOLoopBound(self, eventLoop: context.eventLoop), eventLoop: context.eventLoop)
+        BoundSession.Attachment(id: ObjectIdentifier(self), handler: NIOLoopBound(self, eventLoop: context.eventLoop))
     }
 
     private func generatedResource() -> String {

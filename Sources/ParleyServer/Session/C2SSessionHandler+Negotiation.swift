@@ -60,7 +60,7 @@ extension C2SSessionHandler {
     /// The same for every stream with the same transport and security: built once per
     /// server (`ServerContext.features`), not per stream header.
     func preAuthenticationFeatures() -> XMLElement {
-        server.features.beforeAuthentication(offersStartTLS: transport.offersStartTLS, secure: isSecure)
+        server.features.beforeAuthentication(offersStartTLS: offersStartTLS, secure: isSecure)
     }
 
     func bindFeatures() -> XMLElement {
@@ -122,7 +122,7 @@ extension C2SSessionHandler {
     }
 
     var mustStartTLSFirst: Bool {
-        transport.offersStartTLS && !isSecure && server.policy.tlsRequired && server.tls != nil
+        offersStartTLS && !isSecure && server.policy.tlsRequired && server.tls != nil
     }
 
     private func isRegistrationRequest(_ iq: XMLElement) -> Bool {
@@ -133,7 +133,7 @@ extension C2SSessionHandler {
     /// RFC 6120 §5.4.2.3: `<proceed/>` in the clear, then TLS from the very next byte, then
     /// a new stream; anything the client sent in the clear after `<starttls/>` is dropped.
     private func startTLS() {
-        guard transport.offersStartTLS, let tls = server.tls, !isSecure, let context else {
+        guard offersStartTLS, let tls = server.tls, !isSecure, let context else {
             send(XMLElement("failure", namespace: XMLNamespace.tls))
             return fail(StreamError(.policyViolation, text: "STARTTLS is not available on this stream."))
         }

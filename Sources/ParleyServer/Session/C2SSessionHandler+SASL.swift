@@ -63,7 +63,9 @@ extension C2SSessionHandler {
             do {
                 let outcome = try scram.receiveClientFinal(data)
                 try checkAuthzid(outcome.authzid, username: outcome.username)
-                authenticationSucceeded(username: outcome.username, accountID: scramAccountID, additionalData: outcome.serverFinal)
+                let accountID = scramAccountID
+                scramAccountID = nil
+                authenticationSucceeded(username: outcome.username, accountID: accountID, additionalData: outcome.serverFinal)
             } catch {
                 authenticationFailed(error)
             }

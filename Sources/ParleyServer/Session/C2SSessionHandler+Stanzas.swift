@@ -16,7 +16,7 @@ extension C2SSessionHandler {
         var stanza = element
         // RFC 6120 §8.1.2.1: the server stamps the full JID of the session, whatever the
         // client wrote (or left out).
-        stanza.from = handle.jid.description
+        stanza.from = handle.jidString
         if consumedBySession(stanza, handle: handle) { return }
         let routed = server.router.route(stanza, from: handle)
         if let archived = routed.archived {
@@ -51,6 +51,7 @@ extension C2SSessionHandler {
             if stanza.type == "result" || stanza.type == "error", toServer || stanza.to == handle.jid.bare.description,
                 let id = stanza.id, pendingServerPings.remove(id) != nil
             {
+                releaseOccasionalIfIdle()
                 return true
             }
             return false

@@ -119,6 +119,7 @@ extension C2SSessionHandler {
         unackedSinceRequest = 0
         ackRequestTimer?.cancel()
         ackRequestTimer = nil
+        releaseOccasionalIfIdle()
         write(.element(StreamManagementXML.request))
         scheduleFlush()
     }

@@ -30,10 +30,11 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
         case closed
     }
 
+    // Stored properties go word-sized first and single bytes last: Swift lays a class out
+    // in declaration order, and every Bool between two words cost 7 bytes of padding in
+    // every session.
     let server: ServerContext
     let remoteAddress: String
-    /// TCP, direct TLS or WebSocket: only what differs between them (`C2STransport`).
-    let transport: C2STransport
     /// The encoder just below this handler (TCP and direct TLS: the listener makes both),
     /// written to directly: see `XMLStreamEncoder.enqueue`. nil: through the pipeline.
     let encoder: XMLStreamEncoder?
@@ -46,72 +47,43 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
         if case .bound(let handle) = phase { logger[metadataKey: "jid"] = "\(handle.jid)" }
         return logger
     }
-    var phase = Phase.awaitingHeader
-    var isSecure: Bool
     /// The localpart that authenticated, once SASL succeeded.
     var authenticatedUser: String?
+    var context: ChannelHandlerContext?
+    var suspendedEvents = HeldEvents()
+    var stanzaBucket: TokenBucket
+    var sessionStart = NIODeadline.now()
+    /// The session this connection holds (from bind or resumption on); it may outlive the
+    /// connection (XEP-0198).
+    var boundSession: BoundSession?
+    /// Rarely used state, made when needed (`C2SSessionHandler+Occasional`).
+    var occasional: Occasional?
+    var phase = Phase.awaitingHeader
     /// The id of that user's account, as looked up for the authentication.
     var authenticatedAccountID: Int64?
-    /// The id of the account looked up for a SCRAM exchange still in progress.
-    var scramAccountID: Int64?
+    /// Whether the transport (TCP) may offer STARTTLS (`C2STransport`); only that of it is kept.
+    let offersStartTLS: Bool
+    var isSecure: Bool
     /// Whether our side of the current stream (since the last restart) has its header out:
     /// a stream error must always follow one (RFC 6120 §4.9.1.1).
     var responseHeaderSent = false
-    var context: ChannelHandlerContext?
-    /// Why this connection was refused at accept time, sent once the header arrives.
-    var refusal: StreamError?
     var admitted = false
-
-    var suspendedEvents = HeldEvents()
     var isSuspended = false
-    /// Messages handed to storage (offline, archive backpressure) whose commit is not yet
-    /// known: the stream goes on with further messages, but nothing else, until they are.
-    var pendingDurability: [Task<Void, Never>] = []
-    /// Archive sequence numbers of this session's messages not yet known to be committed,
-    /// oldest first (`C2SSessionHandler+ArchiveDurability`).
-    var archiveUnconfirmed: [UInt64] = []
-    /// XEP-0198 answers waiting for archive commits, in the order they were asked for: the
-    /// `h` each reports, the rows it covers (`C2SSessionHandler+ArchiveDurability`), and the
-    /// ticket of the `pendingDurability` it waits for (`C2SSessionHandler+ForwardDurability`).
-    var deferredAcknowledgements: [(h: UInt32, rows: ClosedRange<UInt64>?, forwards: Int?)] = []
-    /// Tickets of acknowledgements whose `pendingDurability` is not all done yet.
-    var unfinishedForwards: Set<Int> = []
-    var nextForwardsTicket = 0
-    /// Bumped whenever `pendingDurability` is taken whole, so a wait that finishes later
-    /// does not prune the newer tasks in it.
-    var durabilityGeneration = 0
-    /// How many finished tasks were taken off the front of `pendingDurability` in this generation.
-    var pendingDurabilityPruned = 0
-    /// The archive writer will call back for the oldest of `deferredAcknowledgements`: one
-    /// wake-up at a time, not one per `<r/>`.
-    var awaitsArchiveWake = false
     /// Reading is off because many stanzas wait behind work in flight (storage commits):
     /// a bound client sending faster than storage keeps up is slowed by TCP, not cut off.
     private var heldForWork = false
-    private var unauthenticatedTimer: Scheduled<Void>?
-    var stanzaBucket: TokenBucket
     var readPaused = false
     var flushScheduled = false
     /// Set while a `DeliveryBatch` writes to this session: it flushes once when done.
     var flushDeferred = false
     var flushOwed = false
-    var pendingServerPings: Set<String> = []
-    var sessionStart = NIODeadline.now()
-    /// The session this connection holds (from bind or resumption on); it may outlive the
-    /// connection (XEP-0198).
-    var boundSession: BoundSession?
-    /// Made for a bind that has not completed yet.
-    var pendingSession: BoundSession?
-    /// XEP-0198: stanzas sent since the server last asked for an acknowledgement.
-    var unackedSinceRequest = 0
     /// XEP-0352: the client's last word was `<inactive/>`.
     var clientInactive = false
-    var ackRequestTimer: Scheduled<Void>?
 
     init(server: ServerContext, remoteAddress: String, transport: C2STransport, encoder: XMLStreamEncoder? = nil) {
         self.server = server
         self.remoteAddress = remoteAddress
-        self.transport = transport
+        self.offersStartTLS = transport.offersStartTLS
         self.encoder = encoder
         self.isSecure = transport.isSecure
         self.stanzaBucket = TokenBucket(rate: server.policy.stanzasPerSecond, burst: server.policy.stanzaBurst)
@@ -129,6 +101,7 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// and timers) for the life of the process.
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
+        server.connections.untrack(context.channel)
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -328,6 +301,7 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
             heldForWork = false
             if !readPaused { _ = channel.setOption(ChannelOptions.autoRead, value: true) }
         }
+        releaseOccasionalIfIdle()
         context?.flush()
     }
 
@@ -403,5 +377,6 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     func cancelUnauthenticatedTimer() {
         unauthenticatedTimer?.cancel()
         unauthenticatedTimer = nil
+        releaseOccasionalIfIdle()
     }
 }

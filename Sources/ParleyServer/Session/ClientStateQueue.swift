@@ -17,12 +17,28 @@ struct ClientStateQueue: Sendable {
     static let mucUser = "http://jabber.org/protocol/muc#user"
     static let jingleMessage = "urn:xmpp:jingle-message:0"
 
-    private var held: [XMLElement?] = []
-    /// Where each contact's (full JID's) latest held presence is in `held`: a newer one
-    /// replaces it, since only the latest says anything.
-    private var presenceIndex: [String: Int] = [:]
-    private(set) var count = 0
+    /// What is held, while anything is: most sessions are active, or inactive with nothing
+    /// waiting, and then carry one pointer, not two collections and a count (16 bytes more
+    /// in every session's state).
+    private final class Held: @unchecked Sendable {
+        var stanzas: [XMLElement?] = []
+        /// Where each contact's (full JID's) latest held presence is in `stanzas`: a newer
+        /// one replaces it, since only the latest says anything.
+        var presenceIndex: [String: Int] = [:]
+        var count = 0
 
+        func copy() -> Held {
+            let copy = Held()
+            copy.stanzas = stanzas
+            copy.presenceIndex = presenceIndex
+            copy.count = count
+            return copy
+        }
+    }
+
+    private var held: Held?
+
+    var count: Int { held?.count ?? 0 }
     var isEmpty: Bool { count == 0 }
 
     /// Holds `stanza`; a presence replaces the held one from the same full JID (which
@@ -36,24 +52,28 @@ struct ClientStateQueue: Sendable {
         {
             stanza.append(XMLElement("delay", namespace: XMLNamespace.delay, ["from": user, "stamp": OfflineModule.timestamp(date)]))
         }
-        if stanza.name == "presence", let from = stanza.from {
-            if let previous = presenceIndex[from] {
-                held[previous] = nil
-                count -= 1
-            }
-            presenceIndex[from] = held.count
+        if held == nil {
+            held = Held()
+        } else if !isKnownUniquelyReferenced(&held!) {
+            held = held!.copy()  // a copy of the queue changes on its own
         }
-        held.append(stanza)
-        count += 1
+        let held = self.held!
+        if stanza.name == "presence", let from = stanza.from {
+            if let previous = held.presenceIndex[from] {
+                held.stanzas[previous] = nil
+                held.count -= 1
+            }
+            held.presenceIndex[from] = held.stanzas.count
+        }
+        held.stanzas.append(stanza)
+        held.count += 1
     }
 
     /// Everything held, oldest first; the queue is empty afterwards.
     mutating func drain() -> [XMLElement] {
-        let stanzas = held.compactMap { $0 }
-        held = []
-        presenceIndex = [:]
-        count = 0
-        return stanzas
+        guard let held else { return [] }
+        self.held = nil
+        return held.stanzas.compactMap { $0 }
     }
 
     /// Whether an inactive client must get `stanza` now, the way Prosody's mod_csi_simple

@@ -24,6 +24,8 @@ public final class ServerContext: Sendable {
     let archive: ArchiveWriter?
     /// Resumable sessions (XEP-0198) by id.
     let resumption = ResumptionRegistry()
+    /// Every open client connection, so shutdown can reach them all.
+    let connections = ConnectionTracker()
     /// Keys the fake SCRAM salts of unknown users, so they are stable across attempts
     /// (a changing salt would reveal that the user does not exist). Random per process.
     let unknownUserSecret: [UInt8]

@@ -14,7 +14,8 @@ extension BoundSession {
     struct Attachment: Sendable {
         let id: ObjectIdentifier
         let handler: NIOLoopBound<C2SSessionHandler>
-        let eventLoop: any EventLoop
+        /// The handler's loop (kept once, in `handler`).
+        var eventLoop: any EventLoop { handler.eventLoop }
 
         func run(_ body: @escaping @Sendable (C2SSessionHandler) -> Void) {
             if eventLoop.inEventLoop {
@@ -37,5 +38,20 @@ extension BoundSession {
         /// The archive's sequence numbers of messages counted in `inbound` that no
         /// acknowledgement has yet found committed: `h` may count them only once they are.
         var unconfirmedArchive: ClosedRange<UInt64>?
+        /// While detached: ends the session unless it is resumed in time. Only a session
+        /// with a resumption id is ever detached, so it lives here, not in every session.
+        var detachTimer: Scheduled<Void>?
+        var detachGeneration = 0
+    }
+
+    /// Where `State` keeps its `Management`: a session without XEP-0198 then carries one
+    /// pointer instead of the whole state inline (about 140 bytes).
+    final class ManagementBox: @unchecked Sendable {
+        /// nil only while `State.management` is being changed in place.
+        var value: Management?
+
+        init(_ value: Management) {
+            self.value = value
+        }
     }
 }

@@ -24,8 +24,8 @@ extension BoundSession {
                 }
                 state.ending = true
                 state.ended = true
-                state.detachTimer?.cancel()
-                state.detachTimer = nil
+                state.management!.detachTimer?.cancel()
+                state.management!.detachTimer = nil
                 let previous = state.attachment
                 state.attachment = nil
                 Self.requeueWaiting(in: &state)

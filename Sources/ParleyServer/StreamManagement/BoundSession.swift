@@ -17,16 +17,41 @@ final class BoundSession: Sendable {
     struct State: Sendable {
         var handle: SessionHandle?
         var attachment: Attachment?
-        var management: Management?
+        private var managementBox: ManagementBox?
+        /// XEP-0198 state, from `<enable/>` on (boxed: see `ManagementBox`). Changed in
+        /// place: the box gives its value up for the change, so the unacknowledged queue
+        /// is not copied.
+        var management: Management? {
+            get { managementBox?.value }
+            _modify {
+                var value: Management? = nil
+                let inPlace = isKnownUniquelyReferenced(&managementBox)
+                if inPlace {
+                    swap(&value, &managementBox!.value)
+                } else {
+                    value = managementBox?.value
+                }
+                defer {
+                    if let value {
+                        if inPlace { managementBox!.value = value } else { managementBox = ManagementBox(value) }
+                    } else {
+                        managementBox = nil
+                    }
+                }
+                yield &value
+            }
+        }
+        var held: [SessionDelivery] = []
+        var waiting = ClientStateQueue()
         /// Set when ending for good begins; deliveries then wait in `held`.
         var ending = false
         var ended = false
-        var held: [SessionDelivery] = []
         /// XEP-0352: the client said `<inactive/>`; stanzas that can wait are held back.
         var inactive = false
-        var waiting = ClientStateQueue()
-        var detachTimer: Scheduled<Void>?
-        var detachGeneration = 0
+
+        init(attachment: Attachment) {
+            self.attachment = attachment
+        }
     }
 
     let server: ServerContext
@@ -278,9 +303,9 @@ final class BoundSession: Sendable {
             guard detach, let management = state.management, management.resumptionID != nil,
                 management.resumeTimeout > .zero, let handle = state.handle
             else { return .ending }
-            state.detachGeneration += 1
-            let generation = state.detachGeneration
-            state.detachTimer = handle.eventLoop.scheduleTask(in: management.resumeTimeout) { [self] in
+            state.management!.detachGeneration += 1
+            let generation = state.management!.detachGeneration
+            state.management!.detachTimer = handle.eventLoop.scheduleTask(in: management.resumeTimeout) { [self] in
                 expire(generation: generation)
             }
             return .detached
@@ -289,7 +314,7 @@ final class BoundSession: Sendable {
 
     private func expire(generation: Int) {
         let expired = state.withLockedValue { state in
-            state.detachGeneration == generation && state.attachment == nil && !state.ending
+            state.management?.detachGeneration == generation && state.attachment == nil && !state.ending
         }
         if expired { end(reason: "not resumed in time") }
     }
@@ -320,9 +345,9 @@ final class BoundSession: Sendable {
             case .success(let items): released = items
             case .failure(.handledCountTooHigh(let h, let sendCount)): return .handledCountTooHigh(h: h, sendCount: sendCount)
             }
-            state.detachTimer?.cancel()
-            state.detachTimer = nil
-            state.detachGeneration += 1
+            state.management!.detachTimer?.cancel()
+            state.management!.detachTimer = nil
+            state.management!.detachGeneration += 1
             Self.requeueWaiting(in: &state)
             let previous = state.attachment
             state.attachment = attachment
@@ -342,8 +367,8 @@ final class BoundSession: Sendable {
             guard !state.ending else { return nil }
             state.ending = true
             state.attachment = nil
-            state.detachTimer?.cancel()
-            state.detachTimer = nil
+            state.management?.detachTimer?.cancel()
+            state.management?.detachTimer = nil
             return state.handle
         }
         guard let handle = claimed else { return }

@@ -8,7 +8,9 @@ struct UnackedQueue<Item> {
     private(set) var sent: UInt32
     /// The highest `h` the client acknowledged.
     private(set) var acknowledged: UInt32
-    private var items = CircularBuffer<Item>()
+    /// Starts at one slot (NIO's default is sixteen, allocated at once) and goes back to one
+    /// whenever everything is acknowledged: an idle session keeps no ring grown by a burst.
+    private var items = CircularBuffer<Item>(initialCapacity: 1)
 
     /// `start` is the count both sides agree on at the beginning (0, or anything in tests).
     init(startingAt start: UInt32 = 0) {
@@ -18,6 +20,8 @@ struct UnackedQueue<Item> {
 
     var count: Int { items.count }
     var isEmpty: Bool { items.isEmpty }
+    /// Slots of the ring, filled or not (tests).
+    var capacity: Int { items.capacity }
     /// Unacknowledged items, oldest first.
     var pending: [Item] { Array(items) }
 
@@ -45,6 +49,7 @@ struct UnackedQueue<Item> {
         var released: [Item] = []
         released.reserveCapacity(Int(newly))
         for _ in 0..<newly { released.append(items.removeFirst()) }
+        if items.isEmpty, items.capacity > 1 { items = CircularBuffer(initialCapacity: 1) }
         acknowledged = h
         return .success(released)
     }
