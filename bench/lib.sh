@@ -134,6 +134,19 @@ VirtualHost "localhost"
 EOF
 }
 
+# The MUC benchmarks' servers: ports, room limits above the largest room (so every server
+# admits every occupant) and no per-occupant rate limit (the other servers have none here, or
+# a full-speed phase is refused with policy-violation); the accounts are seeded apart.
+write_muc_configs() { # occupants
+    parleyd_port=$(free_port)
+    prosody_port=$(free_port)
+    write_parleyd_config "$parleyd_port" "muc:
+  max_occupants_per_room: $(($1 + 10))
+  messages_per_minute: 100000000
+  message_burst: 1000000"
+    write_prosody_config "$prosody_port" '{ "s2s", "offline" }'
+}
+
 seed_users() { # count
     echo "seeding $1 accounts in each server"
     "$BENCH" seed-users --users "$1" --password "$PASSWORD" \

@@ -56,15 +56,7 @@ if [[ " $SERVERS " == *" ejabberd "* ]] && ! ensure_ejabberd muc.sh; then
     SERVERS=$(tr ' ' '\n' <<< "$SERVERS" | grep -vx ejabberd | tr '\n' ' ')
 fi
 bench_tmp parley-muc-bench "${BENCH_TMP_PARENT:-/dev/shm}"
-parleyd_port=$(free_port)
-prosody_port=$(free_port)
-# Room limits above the largest room, so every server admits every occupant; no per-occupant
-# rate limit (the others have none here), or the full-speed phase is refused (policy-violation).
-write_parleyd_config "$parleyd_port" "muc:
-  max_occupants_per_room: $((USERS + 10))
-  messages_per_minute: 100000000
-  message_burst: 1000000"
-write_prosody_config "$prosody_port" '{ "s2s", "offline" }'
+write_muc_configs "$USERS"
 echo 'Component "conference.localhost" "muc"' >> "$tmp/prosody/prosody.cfg.lua"
 seed_users "$USERS"
 if [[ " $SERVERS " == *" parleyd_before "* ]]; then

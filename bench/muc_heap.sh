@@ -14,12 +14,7 @@ FRAMES=${FRAMES:-'ParleyMUC|ParleyServer|ParleyStream'}
 bench_raise_file_limit muc_heap $((N + 1000))
 run() { # login|room
     bench_tmp parley-muc-heap /dev/shm
-    parleyd_port=$(free_port); prosody_port=$(free_port)
-    write_parleyd_config "$parleyd_port" "muc:
-  max_occupants_per_room: $((N + 10))
-  messages_per_minute: 100000000
-  message_burst: 1000000"
-    write_prosody_config "$prosody_port" '{ "s2s", "offline" }'
+    write_muc_configs "$N"
     seed_users "$N" > /dev/null
     rm -f "$OUT/muc-heap-$1".*
     heaptrack -o "$OUT/muc-heap-$1" "$PARLEYD" run --config "$tmp/parleyd/parleyd.yaml" > "$tmp/parleyd/out.log" 2>&1 &

@@ -21,13 +21,7 @@ PARLEYD=$1; BENCH=$2; N=$3; MODE=$4; SECS=$5; shift 5
 . bench/lib.sh
 bench_raise_file_limit profile $((N + 1000))
 bench_tmp parley-muc-prof /dev/shm
-parleyd_port=$(free_port)
-prosody_port=$(free_port)
-write_parleyd_config "$parleyd_port" "muc:
-  max_occupants_per_room: $((N + 10))
-  messages_per_minute: 100000000
-  message_burst: 1000000"
-write_prosody_config "$prosody_port" '{ "s2s", "offline" }'
+write_muc_configs "$N"
 seed_users "$N" > /dev/null
 start_server parleyd
 sleep 1

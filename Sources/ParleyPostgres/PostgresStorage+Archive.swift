@@ -26,18 +26,11 @@ extension PostgresStorage: ArchiveStore {
         let preferences = accounts.preferences
         var bodies: [PostgresBatchRows.ArchiveBody] = []
         var touched: Set<Int64> = []
-        var start = 0
-        while start < entries.count {
-            let message = entries[start]
-            var end = start + 1
-            while end < entries.count, entries[end].isCopy(of: message),
-                !entries[start..<end].contains(where: { $0.owner == entries[end].owner })
-            {
-                end += 1
-            }
+        for run in entries.sharedBodyRuns() {
+            let message = entries[run.lowerBound]
             let fromBare = bare(message.from)
             var body = PostgresBatchRows.ArchiveBody(entry: message, fromBare: fromBare, owners: [])
-            for entry in entries[start..<end] {
+            for entry in entries[run] {
                 guard let accountID = accountIDs[entry.owner] else { continue }
                 if let target = entry.retracts {
                     // The message it retracts may be one of the rows not written yet. A shared
@@ -61,7 +54,6 @@ extension PostgresStorage: ArchiveStore {
                 body.owners.append((accountID, entry.with))
                 touched.insert(accountID)
             }
-            start = end
             if !body.owners.isEmpty { bodies.append(body) }
         }
         try await PostgresBatchRows.insertArchive(bodies, connection, logger: logger)

@@ -190,3 +190,23 @@ extension ArchiveEntry {
             && archivedAt == other.archivedAt && retracts == other.retracts
     }
 }
+
+extension Array where Element == ArchiveEntry {
+    /// The runs of entries that share one body, in order: a message followed by its copies
+    /// for other archives (a copy for an archive already in the run starts a new one).
+    public func sharedBodyRuns() -> [Range<Int>] {
+        var runs: [Range<Int>] = []
+        var start = startIndex
+        while start < endIndex {
+            var end = start + 1
+            while end < endIndex, self[end].isCopy(of: self[start]),
+                !self[start..<end].contains(where: { $0.owner == self[end].owner })
+            {
+                end += 1
+            }
+            runs.append(start..<end)
+            start = end
+        }
+        return runs
+    }
+}

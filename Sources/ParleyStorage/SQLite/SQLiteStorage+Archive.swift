@@ -47,19 +47,12 @@ extension SQLiteStorage: ArchiveStore {
                 WHERE origin_id = ? AND from_bare = ? AND retracted_at IS NULL
                     AND EXISTS (SELECT 1 FROM archive_entries WHERE account_id = ? AND id = archive_bodies.id)
                 """)
-        var start = 0
         var owners: [(account: Int64, with: String)] = []
-        while start < entries.count {
-            let message = entries[start]
-            var end = start + 1
-            while end < entries.count, entries[end].isCopy(of: message),
-                !entries[start..<end].contains(where: { $0.owner == entries[end].owner })
-            {
-                end += 1
-            }
+        for run in entries.sharedBodyRuns() {
+            let message = entries[run.lowerBound]
             owners.removeAll(keepingCapacity: true)
             let fromBare = Self.bare(message.from)
-            for entry in entries[start..<end] {
+            for entry in entries[run] {
                 let cached = try accounts[entry.owner] ?? Self.accountID(of: entry.owner, in: db)
                 accounts[entry.owner] = cached
                 guard let accountID = cached else { continue }
@@ -73,7 +66,6 @@ extension SQLiteStorage: ArchiveStore {
                 else { continue }
                 owners.append((accountID, entry.with))
             }
-            start = end
             guard !owners.isEmpty else { continue }
             lastArchivedAt = max(lastArchivedAt, Self.milliseconds(message.archivedAt))
             try insertBody.execute(arguments: [
