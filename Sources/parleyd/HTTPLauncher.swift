@@ -34,6 +34,10 @@ struct HTTPLauncher: Service {
                 fflush(nil)
             }
         }
-        try await http.run()
+        try await withGracefulShutdownHandler {
+            try await http.run()
+        } onGracefulShutdown: {
+            running.announceShutdown()
+        }
     }
 }

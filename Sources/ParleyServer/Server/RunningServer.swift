@@ -251,6 +251,17 @@ public final class RunningServer: Sendable {
         tracker.track(channel)
     }
 
+    /// Tells every connection `<system-shutdown/>` (or the configured redirect) now. The HTTP
+    /// service stops first and waits for its connections; upgraded WebSocket connections are
+    /// among them, and until told they kept that wait going until the XMPP side's own
+    /// shutdown, after it, could tell them (a shutdown 6 s late in a CI run). Telling a
+    /// connection twice is harmless: a closed session ignores the second.
+    public func announceShutdown() {
+        for channel in tracker.open {
+            channel.pipeline.fireUserInboundEventTriggered(ServerShutdownEvent(configuration.shutdown))
+        }
+    }
+
     /// Stops accepting, tells every connection `<system-shutdown/>`, waits up to the grace
     /// period for them to close, then closes what is left.
     public func shutdown() async {
@@ -262,9 +273,7 @@ public final class RunningServer: Sendable {
         logger.info("shutting down", metadata: ["connections": "\(tracker.open.count)"])
         for listener in listeners { try? await listener.close() }
         for service in context.router.hosted.all { service.serverStopping() }
-        for channel in tracker.open {
-            channel.pipeline.fireUserInboundEventTriggered(ServerShutdownEvent(configuration.shutdown))
-        }
+        announceShutdown()
         let deadline = ContinuousClock.now + configuration.shutdown.gracePeriod
         while !tracker.open.isEmpty, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(20))
