@@ -28,8 +28,13 @@ grep RssAnon /proc/$server_pid/status
 python3 bench/muc_heapwalk.py $server_pid 12 > $OUT/muc-heapwalk.txt; for t in /proc/$server_pid/task/*; do echo "$(cat $t/comm)"; done | sort | uniq -c > $OUT/muc-heapwalk-threads.txt
 gdb -p $server_pid -batch -ex "thread apply all p/x (long)thread_arena" > $OUT/muc-heapwalk-arenas.txt 2>&1 || true
 kill -CONT $server_pid
-args=(); for m in $(awk 'NR>3 && $3 ~ /^0x7f/ {print $3}' $OUT/muc-heapwalk.txt | sort -u); do args+=(-ex "echo META $m " -ex "p ((char*(*)(void*,int))swift_getTypeName)((void*)$m, 1)"); done
-gdb -p $server_pid -batch "${args[@]}" 2>&1 | grep -E "META|^\\$" > $OUT/muc-heapwalk-names.txt || true
+# Metadata made at run time (generic instances: 0x7f…) by swift_getTypeName, static ones
+# (in the binary) by their symbol.
+args=(); for m in $(awk 'NR>3 && $3 ~ /^0x/ {print $3}' $OUT/muc-heapwalk.txt | sort -u); do
+    if [[ $m == 0x7f* ]]; then args+=(-ex "echo META $m " -ex "p ((char*(*)(void*,int))swift_getTypeName)((void*)$m, 1)")
+    else args+=(-ex "echo META $m " -ex "info symbol $m"); fi
+done
+gdb -p $server_pid -batch "${args[@]}" 2>&1 | grep -E "META|^\\$| in section " > $OUT/muc-heapwalk-names.txt || true
 wait $client || true
 grep entered $log
 stop_server
