@@ -21,11 +21,13 @@ struct MUCOccupant: Sendable {
     /// as a small element of its own, not the parsed stanza, which would hold on to the
     /// parser's whole buffer for as long as the occupant stays.
     var presence: XMLElement {
-        didSet {
-            presence = Self.compact(presence)
+        get { keptPresence }
+        set {
+            keptPresence = Self.compact(newValue)
             changed()
         }
     }
+    private var keptPresence: XMLElement
     /// Changes with every change of the occupant (any copy's): whether a shown presence the
     /// room built of it is still its presence (see `MUCShownPresences`).
     private(set) var revision: UInt64
@@ -38,8 +40,16 @@ struct MUCOccupant: Sendable {
         self.sessions = sessions
         self.role = role
         self.id = id
-        self.presence = Self.compact(presence)
+        self.keptPresence = Self.compact(presence)
         self.revision = MUCShownPresences.nextRevision()
+    }
+
+    /// Its presence as the instance in `shared` with the same content, if there is one (else
+    /// its own goes in): most occupants of a room send the same (a server's avatar hash
+    /// element, the same client's caps), and each kept copy was two or more heap blocks of
+    /// child lists (seventh round). Not a change: the content is the same.
+    mutating func sharePresence(_ shared: inout MUCSharedPresences) {
+        keptPresence = shared.instance(of: keptPresence)
     }
 
     /// Its XEP-0421 id as stanzas carry it.

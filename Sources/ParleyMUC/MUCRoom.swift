@@ -28,6 +28,8 @@ struct MUCRoom: Sendable {
     /// everyone's presence in this order, and sorting them for each of a thousand newcomers
     /// was a tenth of a fill's time.
     private(set) var nicksInOrder: [String] = []
+    /// The occupants' own presences, each content once (see `MUCSharedPresences`).
+    private(set) var sharedPresences = MUCSharedPresences()
     /// The occupants' presences as the others see them, serialized, while they are used (see
     /// `MUCShownPresences`, `releaseShownPresences`).
     let shownPresences = MUCShownPresences()
@@ -76,6 +78,8 @@ struct MUCRoom: Sendable {
     // MARK: Changes to the occupant list
 
     mutating func add(_ occupant: MUCOccupant) {
+        var occupant = occupant
+        occupant.sharePresence(&sharedPresences)
         if occupants.updateValue(occupant, forKey: occupant.nick) == nil { insertInOrder(occupant.nick) }
         for session in occupant.sessions {
             nickBySession[session] = occupant.nick
@@ -108,6 +112,7 @@ struct MUCRoom: Sendable {
         guard var occupant = occupants[nick] else { return }
         let before = (role: occupant.role, sessions: occupant.sessions)
         change(&occupant)
+        occupant.sharePresence(&sharedPresences)
         occupants[nick] = occupant
         if occupant.role != before.role || occupant.sessions != before.sessions {
             for session in before.sessions where !occupant.sessions.contains(session) { recipientsBySession[session] = nil }

@@ -97,4 +97,17 @@ import Testing
         #expect(away.presence.elements.map(\.name) == ["show", "c"])
         #expect(away.revision != occupant.revision, "a change makes a new revision")
     }
+
+    @Test func sharedPresencesKeepEachContentOnceAndStartAfreshPastTheLimit() throws {
+        var shared = MUCSharedPresences()
+        func presence(_ status: String) -> XMLElement {
+            XMLElement("presence", namespace: XMLNamespace.client, [:], [XMLElement("status", text: status)])
+        }
+        let first = shared.instance(of: presence("a"))
+        #expect(shared.instance(of: presence("a")) == first && shared.count == 1)
+        #expect(shared.instance(of: presence("b")).firstChild("status")?.text == "b" && shared.count == 2)
+        for index in 0..<MUCSharedPresences.limit { _ = shared.instance(of: presence("s\(index)")) }
+        #expect(shared.count <= MUCSharedPresences.limit)
+        #expect(shared.instance(of: presence("a")) == presence("a"))
+    }
 }
