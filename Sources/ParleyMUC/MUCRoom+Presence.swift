@@ -56,6 +56,7 @@ extension MUCRoom {
         if let stanza { leaving.presence = stanza }
         leaving.sessions = [session]
         if removeSession(session) != nil {
+            readyRecipients()
             broadcast(out: &out) { presence(of: leaving, to: "", withRealJID: $0, type: "unavailable", role: MUCRole.none) }
         }
         if stanza != nil {

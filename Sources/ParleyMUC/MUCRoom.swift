@@ -129,7 +129,7 @@ struct MUCRoom: Sendable {
     }
 
     /// Makes the `to`s that a quiet room let go again (see `releaseRecipients`), before an
-    /// entry or a message copies to every session.
+    /// entry, a message or a departure copies to every session.
     mutating func readyRecipients() {
         recipientsUsed = true
         guard recipientsReleased else { return }

@@ -200,6 +200,7 @@ extension MUCRoom {
         guard let nick = nick(of: session), var leaving = occupant(nick) else { return }
         leaving.sessions = [session]
         if removeSession(session) != nil {
+            readyRecipients()
             broadcast(out: &out) {
                 presence(of: leaving, to: "", withRealJID: $0, type: "unavailable", statuses: [.technicalRemoval], role: MUCRole.none)
             }
