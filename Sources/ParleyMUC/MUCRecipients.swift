@@ -9,10 +9,10 @@ import ParleyCore
 /// stayed behind in the heap (bench/README.md, MUC, fourth round).
 ///
 /// A room that has been quiet for a while lets the `to`s go (`MUCRoom.releaseRecipients`),
-/// and its next entry, message or departure makes them again (`readyRecipients`): each was two heap
-/// blocks per session (the list and the spelled-out JID), made while the room filled and
-/// left on the pages of the fill's churn (bench/README.md, MUC, seventh round). What uses one
-/// in between makes a copy's own.
+/// and its next entry, message or departure makes them again (`readyRecipients`): each was
+/// two heap blocks per session (the list and the spelled-out JID), made while the room
+/// filled and left on the pages of the fill's churn (bench/README.md, MUC, seventh round).
+/// What uses one in between makes a copy's own.
 struct MUCRecipient: Sendable {
     /// `to='session'`, shared by every copy to this session; nil while the room is quiet.
     var to: [XMLAttribute]?
