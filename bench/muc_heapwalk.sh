@@ -58,4 +58,6 @@ done
 gdb -p $server_pid -batch "${args[@]}" 2>&1 | grep -E "META|^\\$| in section " > $OUT/muc-heapwalk-names.txt || true
 wait $client || true
 grep entered $log
+# gdb's naming may leave the server stopped (or crash it): let it take its SIGTERM.
+kill -CONT $server_pid 2>/dev/null || true
 stop_server
