@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/muc_heapwalk.py PID: a census of glibc's heaps in a running (best: stopped) process.
+"""bench/muc_heapwalk.py PID [TOP [ALL]]: a census of glibc's heaps in a running (best: stopped) process.
 
 Walks the chunks of every non-main arena heap (64 MiB-aligned anonymous mappings) and the
 main [heap], and reports how full each resident 4 KiB page is with chunks in use, and, for
@@ -8,6 +8,9 @@ object its metadata; `gdb -batch -p PID -ex 'info symbol ADDR'` names the static
 is what `malloc_trim` cannot give back: a page with one live chunk on it stays resident
 (bench/README.md, MUC memory, sixth round). Reads /proc/PID/pagemap before /proc/PID/mem,
 because reading a page through mem maps it.
+
+With ALL, also writes every chunk in use on a resident page, by size and first word, to the file
+ALL (bench/muc_heapwalk.sh diffs the read logged in against the read in the room with it).
 
 tcache chunks count as in use (glibc marks them so). Run as root (pagemap, ptrace rights).
 """
@@ -83,6 +86,12 @@ kinds = collections.Counter(kind for p in sparse for kind in chunks_on_page[p])
 print(f'pages with less than 1 KiB in use: {len(sparse)}, holding {sum(kinds.values())} chunks; the commonest (count, size, first word):')
 for (size, word), count in kinds.most_common(int(sys.argv[2]) if len(sys.argv) > 2 else 25):
     print(f'{count:8} {size:6} {word:#x}')
+if len(sys.argv) > 3:
+    # Every chunk in use on a resident page, by (size, first word): for diffing two reads.
+    with open(sys.argv[3], 'w') as out:
+        every = collections.Counter(kind for p in resident_pages for kind in chunks_on_page[p])
+        for (size, word), count in every.most_common():
+            out.write(f'{count} {size} {word:#x}\n')
 by_heap = collections.Counter(region_of_page[p] for p in sparse)
 all_by_heap = collections.Counter(region_of_page[p] for p in resident_pages)
 print('by heap (arena heap start: sparse pages / resident pages with chunks in use):',

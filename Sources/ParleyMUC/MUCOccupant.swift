@@ -2,36 +2,61 @@ import ParleyCore
 
 /// One nickname in a room: an account, present from one or more of its sessions (devices).
 /// Every session gets the room's traffic; the others see one occupant.
+///
+/// Held inline in the room's table: what it holds on the heap beyond that is only what an
+/// occupant cannot do without (its presence's payloads, a second session's list). A room of
+/// N kept N of each separately allocated piece, made while the room filled and scattered
+/// over the pages of the fill's churn, which they then kept resident (bench/README.md, MUC,
+/// seventh round).
 struct MUCOccupant: Sendable {
-    var nick: String { didSet { shown = MUCShownPresence() } }
+    var nick: String { didSet { changed() } }
     /// The account's bare JID.
     let account: JID
     /// The sessions in the room, in the order they joined.
-    var sessions: [JID] { didSet { shown = MUCShownPresence() } }
-    var role: MUCRole { didSet { shown = MUCShownPresence() } }
+    var sessions: MUCCompactList<JID> { didSet { changed() } }
+    var role: MUCRole { didSet { changed() } }
     /// XEP-0421: the same for this account in this room whatever its nickname or device.
-    let occupantID: String
+    let id: MUCOccupantID
     /// The presence the occupant last sent (show, status, caps…): what the others see. Kept
     /// as a small element of its own, not the parsed stanza, which would hold on to the
     /// parser's whole buffer for as long as the occupant stays.
     var presence: XMLElement {
-        didSet {
-            presence = Self.compact(presence)
-            shown = MUCShownPresence()
+        get { keptPresence }
+        set {
+            keptPresence = Self.compact(newValue)
+            changed()
         }
     }
-    /// Its presence as the others see it, built once for everyone (see `MUCShownPresence`).
-    var shown = MUCShownPresence()
+    private var keptPresence: XMLElement
+    /// Changes with every change of the occupant (any copy's): whether a shown presence the
+    /// room built of it is still its presence (see `MUCShownPresences`).
+    private(set) var revision: UInt64
     /// Its groupchat rate limit's state (MUCRateLimiter).
     var speech = MUCTokenBucket()
 
-    init(nick: String, account: JID, sessions: [JID], role: MUCRole, occupantID: String, presence: XMLElement) {
+    init(nick: String, account: JID, sessions: MUCCompactList<JID>, role: MUCRole, id: MUCOccupantID, presence: XMLElement) {
         self.nick = nick
         self.account = account
         self.sessions = sessions
         self.role = role
-        self.occupantID = occupantID
-        self.presence = Self.compact(presence)
+        self.id = id
+        self.keptPresence = Self.compact(presence)
+        self.revision = MUCShownPresences.nextRevision()
+    }
+
+    /// Its presence as the instance in `shared` with the same content, if there is one (else
+    /// its own goes in): most occupants of a room send the same (a server's avatar hash
+    /// element, the same client's caps), and each kept copy was two or more heap blocks of
+    /// child lists (seventh round). Not a change: the content is the same.
+    mutating func sharePresence(_ shared: inout MUCSharedPresences) {
+        keptPresence = shared.instance(of: keptPresence)
+    }
+
+    /// Its XEP-0421 id as stanzas carry it.
+    var occupantID: String { id.text }
+
+    private mutating func changed() {
+        revision = MUCShownPresences.nextRevision()
     }
 
     /// The real JID shown to those allowed to see it: the session that joined first.
@@ -55,42 +80,4 @@ struct MUCOccupant: Sendable {
         }
         return XMLElement(element.name, namespace: element.namespace, attributes: element.attributes, children: children)
     }
-}
-
-/// An occupant's presence as most of the room sees it (no status codes, its current role),
-/// serialized once but for its `to`: a newcomer gets every occupant's presence and every
-/// occupant gets the newcomer's, so filling a room of N sends about N² of them, which differ
-/// only in `to`. Made afresh whenever the occupant changes (a new box, so copies of an older
-/// occupant keep theirs); what else it depends on (the affiliation, whether the recipient may
-/// see real JIDs) is checked at each use. Guarded by the service's lock, like the room.
-///
-/// Kept only while it is used: a room that nobody entered for a while lets its occupants'
-/// templates go (`MUCRoom.releaseShownPresences`), and the next newcomer makes them again.
-/// Both templates of an occupant (an element tree and its bytes each) were about 2.5 KB, most
-/// of what an occupant of a quiet room held (bench/README.md, MUC memory, fifth round).
-final class MUCShownPresence: @unchecked Sendable {
-    struct Built {
-        var affiliation: MUCAffiliation
-        /// `<presence from='room/nick'>` and its children, serialized.
-        var template: XMLStanzaTemplate
-    }
-
-    /// For recipients that do not see real JIDs, and for those that do.
-    var plain: Built?
-    var withRealJID: Built?
-
-    func release() {
-        plain = nil
-        withRealJID = nil
-    }
-}
-
-/// Whether a room's shown presences were used since the service last looked (see
-/// `MUCRoom.releaseShownPresences`): one per room, shared by its copies, guarded by the
-/// service's lock like the room.
-final class MUCShownPresenceUse: @unchecked Sendable {
-    /// Some occupant of the room has a template kept.
-    var kept = false
-    /// A template was used since the last look.
-    var recently = false
 }

@@ -7,13 +7,24 @@ import ParleyCore
 /// recipient occupant's record (a dozen reference-counted fields) to reach its sessions and
 /// role, were most of the room's own share of a fill, and the copies' strings and lists
 /// stayed behind in the heap (bench/README.md, MUC, fourth round).
+///
+/// A room that has been quiet for a while lets the `to`s go (`MUCRoom.releaseRecipients`),
+/// and its next entry, message or departure makes them again (`readyRecipients`): each was
+/// two heap blocks per session (the list and the spelled-out JID), made while the room
+/// filled and left on the pages of the fill's churn (bench/README.md, MUC, seventh round).
+/// What uses one in between makes a copy's own.
 struct MUCRecipient: Sendable {
-    /// `to='session'`, shared by every copy to this session.
-    let to: [XMLAttribute]
+    /// `to='session'`, shared by every copy to this session; nil while the room is quiet.
+    var to: [XMLAttribute]?
     var isModerator = false
 
     init(_ session: JID) {
-        to = [XMLAttribute("to", session.description)]
+        to = Self.to(session)
+    }
+
+    /// `to='session'`, made anew.
+    static func to(_ session: JID) -> [XMLAttribute] {
+        [XMLAttribute("to", session.description)]
     }
 }
 
@@ -27,14 +38,6 @@ final class MUCRecipients: @unchecked Sendable {
     private var built: [[XMLAttribute]]?
     private var builtAddresses: [JID]?
 
-    /// One attribute list (just `to`) per session in `sessions`.
-    func toAttributes(_ sessions: Dictionary<JID, MUCRecipient>.Values) -> [[XMLAttribute]] {
-        if let built { return built }
-        let made = sessions.map(\.to)
-        built = made
-        return made
-    }
-
     /// Each session in `recipients` with its `to` attribute, in one order: what a groupchat
     /// message's copies are addressed to, handed on to the router already parsed (parsing or
     /// looking up each copy's address again was most of `MUCService.send`'s share).
@@ -46,7 +49,7 @@ final class MUCRecipients: @unchecked Sendable {
         to.reserveCapacity(recipients.count)
         for (session, recipient) in recipients {
             sessions.append(session)
-            to.append(recipient.to)
+            to.append(recipient.to ?? MUCRecipient.to(session))
         }
         (builtAddresses, built) = (sessions, to)
         return (sessions, to)

@@ -96,7 +96,7 @@ extension MUCRoom {
                     role: MUCRole.none, itemChildren: details))
         }
         for session in occupant.sessions { _ = removeSession(session) }
-        return occupant.sessions
+        return occupant.sessions.array
     }
 }
 

@@ -75,7 +75,7 @@ extension MUCRoom {
                     role: MUCRole.none, itemChildren: details))
         }
         for session in occupant.sessions { _ = removeSession(session) }
-        return occupant.sessions
+        return occupant.sessions.array
     }
 
     /// A change for someone not in the room: the occupants who may see real JIDs get the

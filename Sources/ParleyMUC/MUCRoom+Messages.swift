@@ -15,6 +15,7 @@ extension MUCRoom {
             throw StanzaError(.notAcceptable, text: "Only occupants may send messages to the room; join it first.")
         }
         guard sender.role != .visitor else { throw StanzaError(.forbidden, text: "Visitors may not speak in this room.") }
+        readyRecipients()
         if let subject = stanza.firstChild("subject"), stanza.firstChild("body") == nil {
             guard sender.role == .moderator || configuration.occupantsMayChangeSubject else {
                 throw StanzaError(.forbidden, text: "Only moderators may change the subject of this room.")

@@ -8,6 +8,7 @@ extension MUCRoom {
         _ stanza: XMLElement, from session: JID, nick: String, created: Bool, maxOccupants: Int, assignedNick: Bool = false,
         out: inout [XMLElement]
     ) throws(StanzaError) {
+        readyRecipients()
         if let current = self.nick(of: session) {
             if current == nick { return update(stanza, of: current, out: &out) }
             return try changeNick(from: current, to: nick, session: session, stanza: stanza, assigned: assignedNick, out: &out)
@@ -37,7 +38,7 @@ extension MUCRoom {
         let occupant = MUCOccupant(
             nick: nick, account: session.bare, sessions: [session],
             role: defaultRole(for: affiliation),
-            occupantID: occupantID(for: session), presence: stanza)
+            id: occupantID(for: session), presence: stanza)
         // The newcomer sees real JIDs as its role lets it (§7.2.3: a moderator does).
         sendOccupants(to: session, withRealJID: seesRealJIDs(occupant), except: nil, out: &out)
         add(occupant)
@@ -55,6 +56,7 @@ extension MUCRoom {
         if let stanza { leaving.presence = stanza }
         leaving.sessions = [session]
         if removeSession(session) != nil {
+            readyRecipients()
             broadcast(out: &out) { presence(of: leaving, to: "", withRealJID: $0, type: "unavailable", role: MUCRole.none) }
         }
         if stanza != nil {

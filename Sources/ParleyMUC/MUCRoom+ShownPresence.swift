@@ -4,18 +4,15 @@ import ParleyCore
 /// occupant's plain presence to a newcomer, and the newcomer's to everyone (XEP-0045 §7.2.3).
 extension MUCRoom {
     /// `occupant`'s presence without a type or status codes, as everyone who sees the same
-    /// gets it (see `MUCShownPresence`): serialized once, each copy only adds its `to`.
+    /// gets it (see `MUCShownPresences`): serialized once, each copy only adds its `to`.
     func shownPresence(of occupant: MUCOccupant, withRealJID: Bool) -> XMLStanzaTemplate {
         let affiliation = affiliation(of: occupant.account)
-        let box = occupant.shown
-        shownUse.recently = true
-        if let built = withRealJID ? box.withRealJID : box.plain, built.affiliation == affiliation {
-            return built.template
+        shownPresences.recently = true
+        if let template = shownPresences.template(of: occupant, withRealJID: withRealJID, affiliation: affiliation) {
+            return template
         }
         let template = Self.template(presence(of: occupant, to: "", withRealJID: withRealJID))
-        let built = MUCShownPresence.Built(affiliation: affiliation, template: template)
-        if withRealJID { box.withRealJID = built } else { box.plain = built }
-        shownUse.kept = true
+        shownPresences.keep(template, of: occupant, withRealJID: withRealJID, affiliation: affiliation)
         return template
     }
 
@@ -24,19 +21,23 @@ extension MUCRoom {
     /// but a quiet room would keep two serialized stanzas per occupant for nothing. Returns
     /// whether it released anything. The service calls it every few seconds.
     func releaseShownPresences() -> Bool {
-        guard shownUse.kept else { return false }
-        if shownUse.recently {
-            shownUse.recently = false
+        guard shownPresences.kept else { return false }
+        if shownPresences.recently {
+            shownPresences.recently = false
             return false
         }
-        for occupant in occupants.values { occupant.shown.release() }
-        shownUse.kept = false
+        shownPresences.release()
         return true
     }
 
     /// How many occupants keep a shown presence (for tests).
     var occupantsWithShownPresence: Int {
-        occupants.values.reduce(0) { $0 + ($1.shown.plain != nil || $1.shown.withRealJID != nil ? 1 : 0) }
+        occupants.values.reduce(0) { count, occupant in
+            let kept = [true, false].contains {
+                shownPresences.template(of: occupant, withRealJID: $0, affiliation: affiliation(of: occupant.account)) != nil
+            }
+            return count + (kept ? 1 : 0)
+        }
     }
 
     /// A stanza built with an empty `to`, made a template that each recipient's copy adds
@@ -56,7 +57,7 @@ extension MUCRoom {
     /// (the newcomer itself, or another device of the same occupant), in the order of their
     /// nicknames (kept in order as occupants come and go: `nicksInOrder`).
     func sendOccupants(to session: JID, withRealJID: Bool, except nick: String?, out: inout [XMLElement]) {
-        let to = recipientsBySession[session]?.to ?? [XMLAttribute("to", session.description)]
+        let to = recipientsBySession[session]?.to ?? MUCRecipient.to(session)
         for other in nicksInOrder where other != nick {
             guard let occupant = occupants[other] else { continue }
             out.append(shownPresence(of: occupant, withRealJID: withRealJID).instance(to))
@@ -64,14 +65,14 @@ extension MUCRoom {
     }
 
     /// `occupant`'s presence to every session in the room but `own` (the occupant's).
-    func broadcastShown(_ occupant: MUCOccupant, except own: [JID], out: inout [XMLElement]) {
+    func broadcastShown(_ occupant: MUCOccupant, except own: MUCCompactList<JID>, out: inout [XMLElement]) {
         var templates: [XMLStanzaTemplate?] = [nil, nil]
         let everyoneSeesRealJIDs = configuration.whois == .anyone
         for (session, recipient) in recipientsBySession where !own.contains(session) {
             let withRealJID = everyoneSeesRealJIDs || recipient.isModerator
             let slot = withRealJID ? 1 : 0
             if templates[slot] == nil { templates[slot] = shownPresence(of: occupant, withRealJID: withRealJID) }
-            out.append(templates[slot]!.instance(recipient.to))
+            out.append(templates[slot]!.instance(recipient.to ?? MUCRecipient.to(session)))
         }
     }
 
@@ -84,7 +85,7 @@ extension MUCRoom {
             let withRealJID = everyoneSeesRealJIDs || recipient.isModerator
             let slot = withRealJID ? 1 : 0
             if templates[slot] == nil { templates[slot] = Self.template(build(withRealJID)) }
-            out.append(templates[slot]!.instance(recipient.to))
+            out.append(templates[slot]!.instance(recipient.to ?? MUCRecipient.to(session)))
         }
     }
 }

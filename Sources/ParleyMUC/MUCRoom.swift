@@ -20,12 +20,19 @@ struct MUCRoom: Sendable {
     /// Every session in the room with its `to` made once, and whether its occupant is a
     /// moderator (see `MUCRecipient`): what each presence the room broadcasts is copied to.
     private(set) var recipientsBySession: [JID: MUCRecipient] = [:]
+    /// Whether the room let its recipients' `to`s go, and whether an entry or a message used
+    /// them since the service last looked (see `releaseRecipients`).
+    private var recipientsReleased = false
+    private var recipientsUsed = false
     /// The occupants' nicknames in order, kept so as entries come and go: a newcomer gets
     /// everyone's presence in this order, and sorting them for each of a thousand newcomers
     /// was a tenth of a fill's time.
     private(set) var nicksInOrder: [String] = []
-    /// Whether the occupants' shown presences are kept and used (see `releaseShownPresences`).
-    let shownUse = MUCShownPresenceUse()
+    /// The occupants' own presences, each content once (see `MUCSharedPresences`).
+    private(set) var sharedPresences = MUCSharedPresences()
+    /// The occupants' presences as the others see them, serialized, while they are used (see
+    /// `MUCShownPresences`, `releaseShownPresences`).
+    let shownPresences = MUCShownPresences()
     /// The current subject and who set it (a room occupant JID, or the room's own).
     var subject: (text: String, from: JID)?
     /// The last groupchat messages, for newcomers (in memory only).
@@ -63,14 +70,16 @@ struct MUCRoom: Sendable {
         (try? jid.with(resource: nick)) ?? jid
     }
 
-    func occupantID(for account: JID) -> String {
+    func occupantID(for account: JID) -> MUCOccupantID {
         let digest = (try? HashFunction.sha256.hmac(key: occupantIDKey, data: Array(account.bare.description.utf8))) ?? []
-        return Base64.encode(Array(digest.prefix(18)))
+        return MUCOccupantID(digest: digest)
     }
 
     // MARK: Changes to the occupant list
 
     mutating func add(_ occupant: MUCOccupant) {
+        var occupant = occupant
+        occupant.sharePresence(&sharedPresences)
         if occupants.updateValue(occupant, forKey: occupant.nick) == nil { insertInOrder(occupant.nick) }
         for session in occupant.sessions {
             nickBySession[session] = occupant.nick
@@ -88,10 +97,11 @@ struct MUCRoom: Sendable {
     mutating func removeSession(_ session: JID) -> MUCOccupant? {
         recipientsBySession[session] = nil
         guard let nick = nickBySession.removeValue(forKey: session), var occupant = occupants[nick] else { return nil }
-        occupant.sessions.removeAll { $0 == session }
+        occupant.sessions.remove(session)
         if occupant.sessions.isEmpty {
             occupants[nick] = nil
             removeFromOrder(nick)
+            shownPresences.forget(nick)
             return occupant
         }
         occupants[nick] = occupant
@@ -102,6 +112,7 @@ struct MUCRoom: Sendable {
         guard var occupant = occupants[nick] else { return }
         let before = (role: occupant.role, sessions: occupant.sessions)
         change(&occupant)
+        occupant.sharePresence(&sharedPresences)
         occupants[nick] = occupant
         if occupant.role != before.role || occupant.sessions != before.sessions {
             for session in before.sessions where !occupant.sessions.contains(session) { recipientsBySession[session] = nil }
@@ -115,6 +126,40 @@ struct MUCRoom: Sendable {
             recipientsBySession[session] = MUCRecipient(session)
         }
         recipientsBySession[session]?.isModerator = moderator
+    }
+
+    /// Makes the `to`s that a quiet room let go again (see `releaseRecipients`), before an
+    /// entry, a message or a departure copies to every session.
+    mutating func readyRecipients() {
+        recipientsUsed = true
+        guard recipientsReleased else { return }
+        recipientsReleased = false
+        changeRecipients { session, recipient in
+            if recipient.to == nil { recipient.to = MUCRecipient.to(session) }
+        }
+    }
+
+    /// Lets the recipients' `to`s go if no entry or message used them since the last call
+    /// (see `MUCRecipient`); returns whether it did. The service calls it every few seconds.
+    mutating func releaseRecipients() -> Bool {
+        if recipientsUsed {
+            recipientsUsed = false
+            return false
+        }
+        guard !recipientsReleased, !recipientsBySession.isEmpty else { return false }
+        changeRecipients { _, recipient in recipient.to = nil }
+        recipients = MUCRecipients()
+        recipientsReleased = true
+        return true
+    }
+
+    /// Changes every recipient in place (walking `indices` would hold the table and copy it).
+    private mutating func changeRecipients(_ change: (JID, inout MUCRecipient) -> Void) {
+        var index = recipientsBySession.startIndex
+        while index != recipientsBySession.endIndex {
+            change(recipientsBySession.keys[index], &recipientsBySession.values[index])
+            recipientsBySession.formIndex(after: &index)
+        }
     }
 
     private mutating func insertInOrder(_ nick: String) {
@@ -134,6 +179,7 @@ struct MUCRoom: Sendable {
     mutating func rename(_ nick: String, to newNick: String) {
         guard var occupant = occupants.removeValue(forKey: nick) else { return }
         removeFromOrder(nick)
+        shownPresences.forget(nick)
         occupant.nick = newNick
         if occupants.updateValue(occupant, forKey: newNick) == nil { insertInOrder(newNick) }
         for session in occupant.sessions { nickBySession[session] = newNick }

@@ -46,7 +46,7 @@ extension MUCService: PlacedService {
     }
 
     /// After a session ended: it left the rooms it was in (called under the lock).
-    func recordDepartures(of session: JID, from keys: Set<String>, state: State) {
+    func recordDepartures(of session: JID, from keys: MUCCompactList<String>, state: State) {
         guard let placement = self.placement.withLockedValue({ $0 }) else { return }
         for key in keys where state.rooms[key]?.nick(of: session) == nil {
             placement.record(service: domain, key: key, member: session, data: nil)
@@ -78,7 +78,7 @@ extension MUCService: PlacedService {
             for session in state.rooms[key]?.allSessions ?? [] { self.forgetSession(session, in: key, state: &state) }
             state.rooms[key] = room
             let restored = Self.restore(members, into: &state.rooms[key], jid: (try? JID(localpart: key, domainpart: self.domain)), out: &out)
-            for session in restored { state.roomsBySession[session, default: []].insert(key) }
+            for session in restored { state.roomsBySession[session, default: []].insert(state.roomKey(key)) }
             for member in members where !restored.contains(member.jid) {
                 placement?.record(service: domain, key: key, member: member.jid, data: nil)
             }
@@ -164,7 +164,7 @@ extension MUCService: PlacedService {
                 current.add(
                     MUCOccupant(
                         nick: entry.nick, account: session.bare, sessions: [session], role: entry.role,
-                        occupantID: current.occupantID(for: session), presence: entry.presence))
+                        id: current.occupantID(for: session), presence: entry.presence))
             }
         }
         var restored = Set<JID>()
@@ -200,6 +200,7 @@ extension MUCRoom {
         guard let nick = nick(of: session), var leaving = occupant(nick) else { return }
         leaving.sessions = [session]
         if removeSession(session) != nil {
+            readyRecipients()
             broadcast(out: &out) {
                 presence(of: leaving, to: "", withRealJID: $0, type: "unavailable", statuses: [.technicalRemoval], role: MUCRole.none)
             }

@@ -12,7 +12,7 @@ extension MUCService: PrivateMessageService {
             guard let room = state.rooms[key], room.occupant(nick) != nil, let own = room.nick(of: session),
                 let sender = room.occupant(own)
             else { return nil }
-            return PrivateMessageRoute(participants: sender.sessions, marker: XMLElement("x", namespace: MUCNamespace.user))
+            return PrivateMessageRoute(participants: sender.sessions.array, marker: XMLElement("x", namespace: MUCNamespace.user))
         }
     }
 

@@ -19,12 +19,22 @@ extension MUCService {
         }
     }
 
-    /// One look at every room (a flag each for rooms that keep nothing): the rooms whose
-    /// presences were not used since the last look let them go. Returns how many did.
+    /// One look at every room (a flag or two each for rooms that keep nothing): the rooms
+    /// whose presences were not used since the last look let them go, and so do those whose
+    /// recipients' `to`s were not (`MUCRoom.releaseRecipients`); the addresses `send` parsed
+    /// go if it parsed none since the last look. Returns how many rooms let their presences go.
     @discardableResult
     func releaseQuietShownPresences() -> Int {
-        withLockedState { state in
-            state.rooms.values.reduce(0) { $0 + ($1.releaseShownPresences() ? 1 : 0) }
+        forgetQuietAddresses()
+        return withLockedState { state in
+            var released = 0
+            var index = state.rooms.startIndex
+            while index != state.rooms.endIndex {
+                if state.rooms.values[index].releaseShownPresences() { released += 1 }
+                _ = state.rooms.values[index].releaseRecipients()
+                state.rooms.formIndex(after: &index)
+            }
+            return released
         }
     }
 }

@@ -54,8 +54,10 @@ public final class MUCService: HostedService {
 
     struct State: Sendable {
         var rooms: [String: MUCRoom] = [:]
-        /// The rooms each local session is in, so its end is handled without a scan.
-        var roomsBySession: [JID: Set<String>] = [:]
+        /// The rooms each local session is in, so its end is handled without a scan: the
+        /// first inline (a set of one was a heap block per session), each the key instance
+        /// of `rooms`, not a copy parsed from a stanza.
+        var roomsBySession: [JID: MUCCompactList<String>] = [:]
         var outbox: [XMLElement] = []
         /// Runs of `outbox` whose addresses the room had at hand, by index (see `AddressedRun`).
         var addressed: [AddressedRun] = []
@@ -73,6 +75,12 @@ public final class MUCService: HostedService {
         var shownPresenceRelease: Task<Void, Never>?
         /// Run once what was queued before them is sent (`afterSends`).
         var barriers: [@Sendable () -> Void] = []
+
+        /// The instance of `key` that `rooms` holds (one string for the room, however many
+        /// sessions are in it), or `key` itself when there is no such room.
+        func roomKey(_ key: String) -> String {
+            rooms.index(forKey: key).map { rooms[$0].key } ?? key
+        }
     }
 
     /// Copies of one groupchat message, `to.count` stanzas from `start` on: sent from `from`
@@ -90,7 +98,28 @@ public final class MUCService: HostedService {
     private let state = NIOLockedValueBox(State())
     let outlet = NIOLockedValueBox<HostedServiceOutlet?>(nil)
     /// Addresses of stanzas sent, parsed: see `send(_:through:)`.
-    private let addresses = NIOLockedValueBox<[String: JID]>([:])
+    private let addresses = NIOLockedValueBox(ParsedAddresses())
+
+    /// The addresses `send` parsed, by their text, while the service is busy: a quiet one
+    /// lets them go (`forgetQuietAddresses`), as each was a string or two per occupant and
+    /// session, made while a room filled and left on the pages of the fill's churn
+    /// (bench/README.md, MUC, seventh round).
+    struct ParsedAddresses {
+        var jids: [String: JID] = [:]
+        /// `send` parsed or looked one up since the last look.
+        var used = false
+    }
+
+    /// Forgets the parsed addresses if none was used since the last call.
+    func forgetQuietAddresses() {
+        addresses.withLockedValue { memo in
+            if memo.used {
+                memo.used = false
+            } else if !memo.jids.isEmpty {
+                memo.jids = [:]
+            }
+        }
+    }
     /// In a cluster, where each room is served (MUCService+Cluster); nil on a single node.
     let placement = NIOLockedValueBox<(any ServicePlacement)?>(nil)
 
@@ -189,7 +218,7 @@ public final class MUCService: HostedService {
                 try state.rooms[key]?.available(
                     stanza, from: sender, nick: resolved?.nick ?? nick, created: created, maxOccupants: settings.maxOccupantsPerRoom,
                     assignedNick: rewritten || resolved?.assigned == true, out: &out)
-                state.roomsBySession[sender, default: []].insert(key)
+                state.roomsBySession[sender, default: []].insert(state.roomKey(key))
             } catch {
                 refuse(stanza, error, out: &out)
                 closeIfEmpty(key, state: &state)
@@ -369,13 +398,14 @@ public final class MUCService: HostedService {
         // Stanzas whose addresses do not parse go the usual way (the router refuses and logs
         // them), after the deliveries before them.
         var unparsed: [(after: Int, stanza: XMLElement)] = []
-        addresses.withLockedValue { memo in
-            if memo.count > 100_000 { memo.removeAll() }
+        addresses.withLockedValue { addresses in
+            if addresses.jids.count > 100_000 { addresses.jids = [:] }
             func parse(_ text: String?) -> JID? {
                 guard let text else { return nil }
-                if let known = memo[text] { return known }
+                addresses.used = true
+                if let known = addresses.jids[text] { return known }
                 guard let jid = try? JID(text) else { return nil }
-                memo[text] = jid
+                addresses.jids[text] = jid
                 return jid
             }
             // A message's copies all come from one occupant JID, and a newcomer's list of
