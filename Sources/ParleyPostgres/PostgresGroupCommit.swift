@@ -30,6 +30,8 @@ final class PostgresGroupCommit: @unchecked Sendable {
 
     private let client: PostgresClient
     private let batchLimit: Int
+    /// The accounts still to be cut back to `max_messages_per_user`, a few per transaction.
+    private let trims = ArchiveTrimBacklog()
     private let logger: Logger
     private let lock = NSLock()
     /// Guarded by `lock`.
@@ -105,11 +107,14 @@ final class PostgresGroupCommit: @unchecked Sendable {
             do {
                 let date = Date()
                 let logger = logger
-                results = try await PostgresStorage.unwrapping {
+                let trims = trims
+                let cut: ArchiveTrimBacklog.Cut?
+                (results, cut) = try await PostgresStorage.unwrapping {
                     try await client.withTransaction(logger: logger) { connection in
-                        try await Self.apply(batch, at: date, connection, logger: logger)
+                        try await Self.apply(batch, at: date, trims: trims, connection, logger: logger)
                     }
                 }
+                if let cut { trims.done(cut) }
             } catch {
                 results = Array(repeating: .failure(error), count: batch.count)
             }
@@ -141,8 +146,8 @@ final class PostgresGroupCommit: @unchecked Sendable {
     /// (per 2,000 rows). Requests keep their order: ids increase along the batch, a quota
     /// counts the rows stored before it in the batch, and a deletion sees them.
     private static func apply(
-        _ batch: [Request], at date: Date, _ connection: PostgresConnection, logger: Logger
-    ) async throws -> [Result<Int64, any Error>] {
+        _ batch: [Request], at date: Date, trims: ArchiveTrimBacklog, _ connection: PostgresConnection, logger: Logger
+    ) async throws -> ([Result<Int64, any Error>], ArchiveTrimBacklog.Cut?) {
         var usernames = Set<String>()
         for request in batch {
             if case .archive(let entries, _) = request.operation {
@@ -168,7 +173,7 @@ final class PostgresGroupCommit: @unchecked Sendable {
             switch request.operation {
             case .archive(let entries, let maxPerUser):
                 if !archive.entries.isEmpty, archive.maxPerUser != maxPerUser {
-                    try await archive.write(accounts, connection, logger: logger)
+                    try await archive.write(accounts, trims, connection, logger: logger)
                 }
                 archive.entries += entries
                 archive.maxPerUser = maxPerUser
@@ -203,8 +208,12 @@ final class PostgresGroupCommit: @unchecked Sendable {
             }
         }
         try await offline.write(storedAt: now, into: &results, connection, logger: logger)
-        try await archive.write(accounts, connection, logger: logger)
-        return results
+        try await archive.write(accounts, trims, connection, logger: logger)
+        let cut = trims.due()
+        if let cut {
+            try await PostgresBatchRows.trimArchives(of: cut.accounts, keeping: cut.keeping, connection, logger: logger)
+        }
+        return (results, cut)
     }
 }
 
@@ -229,9 +238,12 @@ private struct PendingArchive {
     var entries: [ArchiveEntry] = []
     var maxPerUser: Int?
 
-    mutating func write(_ accounts: PostgresBatchRows.Accounts, _ connection: PostgresConnection, logger: Logger) async throws {
+    mutating func write(
+        _ accounts: PostgresBatchRows.Accounts, _ trims: ArchiveTrimBacklog, _ connection: PostgresConnection, logger: Logger
+    ) async throws {
         guard !entries.isEmpty else { return }
-        try await PostgresStorage.writeArchive(entries, maxPerUser: maxPerUser, accounts: accounts, connection, logger: logger)
+        let touched = try await PostgresStorage.writeArchive(entries, accounts: accounts, connection, logger: logger)
+        if let maxPerUser { trims.add(touched, keeping: maxPerUser) }
         entries = []
     }
 }
