@@ -134,7 +134,8 @@ for name in $SERVERS; do
         echo "== $name: offline, $OFFLINE_SENDERS senders -> $OFFLINE_RECIPIENTS × $OFFLINE_PER_RECIPIENT messages"
         sqlite=()
         if [ "$name" = parleyd ] && [ "$STORAGE" = postgresql ]; then
-            sqlite=(--count-command "psql -h 127.0.0.1 -p $postgres_port -U parley -d parley -tAc 'SELECT COUNT(*) FROM offline_messages'")
+            # One psql session for the whole phase: a psql per poll took a core from the server.
+            sqlite=(--count-session "psql -h 127.0.0.1 -p $postgres_port -U parley -d parley -tAq")
         elif [ "$name" = parleyd ]; then
             sqlite=(--sqlite "$tmp/parleyd/data/parley.sqlite")
         fi
