@@ -134,7 +134,7 @@ for name in $SERVERS; do
         echo "== $name: offline, $OFFLINE_SENDERS senders -> $OFFLINE_RECIPIENTS × $OFFLINE_PER_RECIPIENT messages"
         sqlite=()
         if [ "$name" = parleyd ] && [ "$STORAGE" = postgresql ]; then
-            # One psql session for the whole phase: a psql per poll took a core from the server.
+            # One psql session for the whole phase, not a psql and a connection per poll.
             sqlite=(--count-session "psql -h 127.0.0.1 -p $postgres_port -U parley -d parley -tAq")
         elif [ "$name" = parleyd ]; then
             sqlite=(--sqlite "$tmp/parleyd/data/parley.sqlite")

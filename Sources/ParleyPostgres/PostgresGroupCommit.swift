@@ -173,7 +173,7 @@ final class PostgresGroupCommit: @unchecked Sendable {
             switch request.operation {
             case .archive(let entries, let maxPerUser):
                 if !archive.entries.isEmpty, archive.maxPerUser != maxPerUser {
-                    try await archive.write(accounts, trims, connection, logger: logger)
+                    try await archive.write(accounts, connection, logger: logger)
                 }
                 archive.entries += entries
                 archive.maxPerUser = maxPerUser
@@ -208,8 +208,8 @@ final class PostgresGroupCommit: @unchecked Sendable {
             }
         }
         try await offline.write(storedAt: now, into: &results, connection, logger: logger)
-        try await archive.write(accounts, trims, connection, logger: logger)
-        let cut = trims.due()
+        try await archive.write(accounts, connection, logger: logger)
+        let cut = trims.due(entries: archive.written, asked: archive.askedToCut, keeping: archive.keeping)
         if let cut {
             try await PostgresBatchRows.trimArchives(of: cut.accounts, keeping: cut.keeping, connection, logger: logger)
         }
@@ -233,17 +233,23 @@ private struct PendingOffline {
     }
 }
 
-/// Consecutive archive requests with the same limit, written together.
+/// Consecutive archive requests with the same limit, written together; what the batch wrote
+/// and which accounts it was asked to cut back (`ArchiveTrimBacklog`).
 private struct PendingArchive {
     var entries: [ArchiveEntry] = []
     var maxPerUser: Int?
+    private(set) var written = 0
+    private(set) var askedToCut: Set<Int64> = []
+    private(set) var keeping: Int?
 
-    mutating func write(
-        _ accounts: PostgresBatchRows.Accounts, _ trims: ArchiveTrimBacklog, _ connection: PostgresConnection, logger: Logger
-    ) async throws {
+    mutating func write(_ accounts: PostgresBatchRows.Accounts, _ connection: PostgresConnection, logger: Logger) async throws {
         guard !entries.isEmpty else { return }
         let touched = try await PostgresStorage.writeArchive(entries, accounts: accounts, connection, logger: logger)
-        if let maxPerUser { trims.add(touched, keeping: maxPerUser) }
+        written += entries.count
+        if let maxPerUser {
+            askedToCut.formUnion(touched)
+            keeping = maxPerUser
+        }
         entries = []
     }
 }

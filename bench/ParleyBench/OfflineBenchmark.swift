@@ -16,9 +16,9 @@ import ParleyCore
 ///    e.g. `psql -tAc 'SELECT COUNT(*) FROM offline_messages'` for parleyd on PostgreSQL), or
 ///    as one long-running command answers a line per poll (`--count-session CMD`: each poll
 ///    writes `SELECT COUNT(*) FROM offline_messages;` to its input and reads one line, e.g.
-///    `psql -tAq`). A new psql per poll cost ~26 ms of CPU, and PostgreSQL a connection's
-///    start-up, every ~60 ms: about a core of this two-core machine during the store phase,
-///    taken from the server measured; one session costs ~1.4 ms per poll, as the SQLite read does.
+///    `psql -tAq`). A new psql per poll costs ~26 ms of client CPU and a connection's start-up
+///    (~58 ms of wall time a poll, back to back); one session ~1.4 ms a poll, as the SQLite
+///    read. (In interleaved runs the stored rate did not measurably differ: bench/README.md.)
 ///    Without either only `accepted` is known (right for a server that stores synchronously
 ///    while it handles the stanza, like Prosody).
 /// 2. drain: each recipient in turn logs in; from its initial presence to the K-th message
