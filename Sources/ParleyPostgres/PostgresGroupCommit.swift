@@ -30,8 +30,6 @@ final class PostgresGroupCommit: @unchecked Sendable {
 
     private let client: PostgresClient
     private let batchLimit: Int
-    /// The accounts still to be cut back to `max_messages_per_user`, a few per transaction.
-    private let trims = ArchiveTrimBacklog()
     private let logger: Logger
     private let lock = NSLock()
     /// Guarded by `lock`.
@@ -107,14 +105,11 @@ final class PostgresGroupCommit: @unchecked Sendable {
             do {
                 let date = Date()
                 let logger = logger
-                let trims = trims
-                let cut: ArchiveTrimBacklog.Cut?
-                (results, cut) = try await PostgresStorage.unwrapping {
+                results = try await PostgresStorage.unwrapping {
                     try await client.withTransaction(logger: logger) { connection in
-                        try await Self.apply(batch, at: date, trims: trims, connection, logger: logger)
+                        try await Self.apply(batch, at: date, connection, logger: logger)
                     }
                 }
-                if let cut { trims.done(cut) }
             } catch {
                 results = Array(repeating: .failure(error), count: batch.count)
             }
@@ -146,8 +141,8 @@ final class PostgresGroupCommit: @unchecked Sendable {
     /// (per 2,000 rows). Requests keep their order: ids increase along the batch, a quota
     /// counts the rows stored before it in the batch, and a deletion sees them.
     private static func apply(
-        _ batch: [Request], at date: Date, trims: ArchiveTrimBacklog, _ connection: PostgresConnection, logger: Logger
-    ) async throws -> ([Result<Int64, any Error>], ArchiveTrimBacklog.Cut?) {
+        _ batch: [Request], at date: Date, _ connection: PostgresConnection, logger: Logger
+    ) async throws -> [Result<Int64, any Error>] {
         var usernames = Set<String>()
         for request in batch {
             if case .archive(let entries, _) = request.operation {
@@ -209,11 +204,7 @@ final class PostgresGroupCommit: @unchecked Sendable {
         }
         try await offline.write(storedAt: now, into: &results, connection, logger: logger)
         try await archive.write(accounts, connection, logger: logger)
-        let cut = trims.due(entries: archive.written, asked: archive.askedToCut, keeping: archive.keeping)
-        if let cut {
-            try await PostgresBatchRows.trimArchives(of: cut.accounts, keeping: cut.keeping, connection, logger: logger)
-        }
-        return (results, cut)
+        return results
     }
 }
 
@@ -233,23 +224,14 @@ private struct PendingOffline {
     }
 }
 
-/// Consecutive archive requests with the same limit, written together; what the batch wrote
-/// and which accounts it was asked to cut back (`ArchiveTrimBacklog`).
+/// Consecutive archive requests with the same limit, written together.
 private struct PendingArchive {
     var entries: [ArchiveEntry] = []
     var maxPerUser: Int?
-    private(set) var written = 0
-    private(set) var askedToCut: Set<Int64> = []
-    private(set) var keeping: Int?
 
     mutating func write(_ accounts: PostgresBatchRows.Accounts, _ connection: PostgresConnection, logger: Logger) async throws {
         guard !entries.isEmpty else { return }
-        let touched = try await PostgresStorage.writeArchive(entries, accounts: accounts, connection, logger: logger)
-        written += entries.count
-        if let maxPerUser {
-            askedToCut.formUnion(touched)
-            keeping = maxPerUser
-        }
+        try await PostgresStorage.writeArchive(entries, maxPerUser: maxPerUser, accounts: accounts, connection, logger: logger)
         entries = []
     }
 }

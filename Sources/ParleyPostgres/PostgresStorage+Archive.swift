@@ -12,14 +12,15 @@ extension PostgresStorage: ArchiveStore {
     }
 
     /// The archive's rows for `entries`, inside the caller's transaction, for accounts whose
-    /// ids (locked) and preferences the caller looked up, in one statement; returns the
-    /// accounts that got entries (for the cut, `ArchiveTrimBacklog`). Consecutive entries that
+    /// ids (locked) and preferences the caller looked up: the rows in one statement, the cut
+    /// back to `maxPerUser` in one DELETE. Consecutive entries that
     /// are copies of one message for different owners (as `ArchiveModule` queues a message
     /// between two local accounts) share one body row (v11_archive_bodies); each owner gets
     /// its own entry, at the body's position.
     static func writeArchive(
-        _ entries: [ArchiveEntry], accounts: PostgresBatchRows.Accounts, _ connection: PostgresConnection, logger: Logger
-    ) async throws -> Set<Int64> {
+        _ entries: [ArchiveEntry], maxPerUser: Int?, accounts: PostgresBatchRows.Accounts, _ connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
         let accountIDs = accounts.ids
         let preferences = accounts.preferences
         var bodies: [PostgresBatchRows.ArchiveBody] = []
@@ -55,7 +56,9 @@ extension PostgresStorage: ArchiveStore {
             if !body.owners.isEmpty { bodies.append(body) }
         }
         try await PostgresBatchRows.insertArchive(bodies, connection, logger: logger)
-        return touched
+        if let maxPerUser {
+            try await PostgresBatchRows.trimArchives(of: touched, keeping: maxPerUser, connection, logger: logger)
+        }
     }
 
     public func queryArchive(user: String, _ query: ArchiveQuery) async throws -> ArchivePage {
