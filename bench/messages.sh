@@ -37,6 +37,7 @@
 # Needs the release builds of parleyd and ParleyBench (make bench builds them) and prosody.
 # Knobs: MODE STORAGE PAIRS PHASE_SECONDS WINDOW RATE THREADS SERVERS OFFLINE_SERVERS OFFLINE_SENDERS
 #        OFFLINE_RECIPIENTS OFFLINE_PER_RECIPIENT ARCHIVE BENCH_TMP_PARENT (default /var/tmp) KEEP_TMP
+#        LATENCY_LOG (a path: every delivery's latency goes to PATH.<server>, ParleyBench --latency-log)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -120,10 +121,12 @@ record() { # name RESULT-lines
 for name in $SERVERS; do
     echo "== $name: $PAIRS pairs, $PHASE_SECONDS s at full speed (window $WINDOW per direction), $PHASE_SECONDS s at $RATE msg/s"
     start_server "$name"
+    latency_log=()
+    [ -n "${LATENCY_LOG:-}" ] && latency_log=(--latency-log "$LATENCY_LOG.$name")
     "$BENCH" login --port "$port" --users 20 --concurrency 10 --password "$PASSWORD" --label "$name-warmup" > /dev/null
     sleep 1
     out=$("$BENCH" messages --port "$port" --pairs "$PAIRS" --seconds "$PHASE_SECONDS" --window "$WINDOW" \
-        --rate "$RATE" --threads "$THREADS" --password "$PASSWORD" --server-pid "$server_pid" --label "$name" "${sm[@]}") \
+        --rate "$RATE" --threads "$THREADS" --password "$PASSWORD" --server-pid "$server_pid" --label "$name" "${sm[@]}" "${latency_log[@]}") \
         || { failed+=" $name-messages"; echo "messages.sh: $name: messages lost, out of order or refused" >&2; }
     grep -v '^RESULT' <<< "$out"
     record "$name" "$out"
@@ -131,7 +134,8 @@ for name in $SERVERS; do
         echo "== $name: offline, $OFFLINE_SENDERS senders -> $OFFLINE_RECIPIENTS × $OFFLINE_PER_RECIPIENT messages"
         sqlite=()
         if [ "$name" = parleyd ] && [ "$STORAGE" = postgresql ]; then
-            sqlite=(--count-command "psql -h 127.0.0.1 -p $postgres_port -U parley -d parley -tAc 'SELECT COUNT(*) FROM offline_messages'")
+            # One psql session for the whole phase, not a psql and a connection per poll.
+            sqlite=(--count-session "psql -h 127.0.0.1 -p $postgres_port -U parley -d parley -tAq")
         elif [ "$name" = parleyd ]; then
             sqlite=(--sqlite "$tmp/parleyd/data/parley.sqlite")
         fi

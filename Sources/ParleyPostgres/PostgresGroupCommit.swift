@@ -6,8 +6,10 @@ import PostgresNIO
 /// Group commit for offline messages and archive batches, as `OfflineGroupCommit` does it for
 /// SQLite: requests that arrive while a transaction is being written wait in a queue and go
 /// into the next transaction together (up to `batchLimit`), so concurrent callers share one
-/// commit and its WAL flush. A message to an offline account is both stored offline and
-/// archived: with the two in one queue, it costs one commit, not two.
+/// commit and its WAL flush. `PostgresStorage` runs two: one for the offline messages, one
+/// for the archive, each on its own connection, so the two kinds commit side by side (their
+/// writers each keep one batch in flight, and in one queue they took turns: two commits one
+/// after the other for a message to an offline account, bench/README.md).
 ///
 /// One writer task at a time drains the queue, in arrival order, so one caller's messages get
 /// increasing ids. A request that fails on its own (quota, unknown user) fails alone; an error

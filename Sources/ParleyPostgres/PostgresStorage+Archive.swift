@@ -5,11 +5,10 @@ import PostgresNIO
 /// The accounts' archives (XEP-0313). Kept in one file, apart from the other stores, as the
 /// archive's schema and write path are the part most likely to change with the SQLite side.
 extension PostgresStorage: ArchiveStore {
-    /// Joins the offline messages' group commit, as on SQLite: a message to an offline account
-    /// is stored there and archived for both parties in one transaction.
+    /// A group commit of its own, running beside the offline messages' (`archiveWriter`).
     public func archive(_ entries: [ArchiveEntry], maxPerUser: Int?) async throws {
         guard !entries.isEmpty else { return }
-        _ = try await offlineWriter.submit(user: "", .archive(entries: entries, maxPerUser: maxPerUser))
+        _ = try await archiveWriter.submit(user: "", .archive(entries: entries, maxPerUser: maxPerUser))
     }
 
     /// The archive's rows for `entries`, inside the caller's transaction, for accounts whose

@@ -35,7 +35,15 @@ public final class PostgresStorage: Sendable {
     let options: Options
     let client: PostgresClient
     let logger: Logger
+    /// Offline messages' stores and deletions, group-committed.
     let offlineWriter: PostgresGroupCommit
+    /// The archive's batches, group-committed on a connection of their own, beside the
+    /// offline messages' transactions rather than taking turns with them: in one queue, a
+    /// message to an offline account had its offline row and its archive rows committed in two
+    /// consecutive transactions (`OfflineWriter` and `ArchiveWriter` each wait for their
+    /// previous batch before submitting the next, so the queue held one of them at a time),
+    /// and its sender waited for both (bench/README.md, PostgreSQL: the commit cycle).
+    let archiveWriter: PostgresGroupCommit
     let rosterObservers = RosterChangeObservers()
     private let runner: Task<Void, Never>
     /// The connections' own event loop, not one of the sessions': a group commit's
@@ -54,6 +62,7 @@ public final class PostgresStorage: Sendable {
         self.client = client
         runner = Task { await client.run() }
         offlineWriter = PostgresGroupCommit(client: client, batchLimit: options.offlineBatchLimit, logger: logger)
+        archiveWriter = PostgresGroupCommit(client: client, batchLimit: options.offlineBatchLimit, logger: logger)
     }
 
     /// Connects to the database at `url` (`postgres://user[:password]@host[:port]/database`)
@@ -82,6 +91,7 @@ public final class PostgresStorage: Sendable {
     /// Waits for the queued writes, then closes the pool's connections.
     public func close() async {
         await offlineWriter.waitUntilIdle()
+        await archiveWriter.waitUntilIdle()
         runner.cancel()
         await runner.value
         try? await group.shutdownGracefully()

@@ -31,6 +31,10 @@ import Glibc
 /// (`<r/>`) after every message it sends. A server that acknowledges only what it stored then
 /// holds each stream until the message's storage commits.
 ///
+/// With `--latency-log FILE`, every delivered message is also written there, one line each:
+/// phase, pair, sending side, send time and latency (ns, this process's monotonic clock), to
+/// tell stalls of everybody at once from streams that wait longer than the others.
+///
 /// Both clients of a pair live on the same event loop, so the receiver's bookkeeping and the
 /// sender's next message need no locks or thread hops.
 enum MessageBenchmark: Benchmark {
@@ -45,7 +49,7 @@ enum MessageBenchmark: Benchmark {
             valueOptions: [
                 "--host", "--port", "--domain", "--pairs", "--first-user", "--prefix", "--password", "--threads",
                 "--sources", "--seconds", "--warmup", "--window", "--rate", "--phases", "--server-pid", "--label",
-                "--body-bytes", "--peer-port", "--websocket",
+                "--body-bytes", "--peer-port", "--websocket", "--latency-log",
             ], flagOptions: ["--sm"])
         let pairs = max(1, try options.int("--pairs", default: 100))
         let settings = LoginBenchmark.Settings(
@@ -92,6 +96,12 @@ enum MessageBenchmark: Benchmark {
         let rssLoggedIn = server?.rssKiB()
         say("\(label): \(2 * pairs) sessions logged in (\(pairs) pairs, \(threads) client threads)")
 
+        let latencyLog = try options.optionalString("--latency-log").map { path -> FileHandle in
+            guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+                throw UsageError(description: "cannot write \(path)")
+            }
+            return handle
+        }
         var healthy = true
         if warmup > 0 {
             let result = run.phase(.throughput(window: window), seconds: warmup, server: server)
@@ -101,6 +111,14 @@ enum MessageBenchmark: Benchmark {
         for phase in phases {
             let mode: MessageRun.Mode = phase == "rate" ? .rate(perSecond: rate) : .throughput(window: window)
             let result = run.phase(mode, seconds: seconds, server: server)
+            if let latencyLog {
+                // Wall and monotonic clocks now, to line the samples up with a server's log.
+                var text = "# \(phase) wall_s=\(Date().timeIntervalSince1970) mono_ns=\(NIODeadline.now().uptimeNanoseconds)\n"
+                for sample in result.log {
+                    text += "\(phase) \(sample.pair) \(sample.side) \(sample.sent) \(sample.latency)\n"
+                }
+                latencyLog.write(Data(text.utf8))
+            }
             healthy = healthy && result.clean
             let what = phase == "rate" ? "rate \(rate)/s" : "throughput, window \(window)/direction"
             say(
@@ -146,6 +164,8 @@ final class MessageRun: Sendable {
         var seconds = 0.0
         var latency = LatencySummary([])
         var cpuSeconds: Double?
+        /// Every delivery: pair, sending side, send time, latency (ns).
+        var log: [(pair: Int, side: Int, sent: UInt64, latency: Int64)] = []
 
         var rate: Double { seconds > 0 ? Double(delivered) / seconds : 0 }
         var cpuPer10k: Double { delivered > 0 ? (cpuSeconds ?? 0) * 10_000 / Double(delivered) : 0 }
@@ -245,14 +265,18 @@ final class MessageRun: Sendable {
         var result = PhaseResult()
         var samples: [Int64] = []
         var last = start
-        for (pair, stat) in zip(pairs, stats) {
+        for (pairIndex, (pair, stat)) in zip(pairs, stats).enumerated() {
             result.sent += stat.sent
             result.delivered += stat.received
             result.lost += max(0, stat.sent - stat.received)
             result.disorder += stat.disorder
             result.errors += stat.errors
             last = max(last, stat.lastReceived)
-            samples += try! pair.loop.submit { pair.takeLatencies() }.wait()
+            let (latencies, senders) = try! pair.loop.submit { pair.takeLatencies() }.wait()
+            samples += latencies
+            for (latency, sender) in zip(latencies, senders) {
+                result.log.append((pairIndex, sender.side, sender.sent, latency))
+            }
         }
         result.seconds = Double((last - start).nanoseconds) / 1e9
         result.latency = LatencySummary(samples)
@@ -287,6 +311,8 @@ final class MessagePair: @unchecked Sendable {
     private var expected = [0, 0]
     private(set) var stats = Stats()
     private var latencies: [Int64] = []
+    /// Per latency: the side that sent it and when (ns).
+    private var senders: [(side: Int, sent: UInt64)] = []
     private var sending = false
     private var phaseEnd = NIODeadline.now()
 
@@ -348,6 +374,7 @@ final class MessagePair: @unchecked Sendable {
         stats.received += 1
         stats.lastReceived = now
         latencies.append(Int64(now.uptimeNanoseconds &- sent))
+        senders.append((sender, sent))
         if sending {
             if now < phaseEnd {
                 send(from: sender)
@@ -359,9 +386,12 @@ final class MessagePair: @unchecked Sendable {
 
     func receivedError() { stats.errors += 1 }
 
-    func takeLatencies() -> [Int64] {
-        defer { latencies = [] }
-        return latencies
+    func takeLatencies() -> ([Int64], [(side: Int, sent: UInt64)]) {
+        defer {
+            latencies = []
+            senders = []
+        }
+        return (latencies, senders)
     }
 
     func resetPhase() {
