@@ -11,7 +11,7 @@ because reading a page through mem maps it.
 
 tcache chunks count as in use (glibc marks them so). Run as root (pagemap, ptrace rights).
 """
-import collections, struct, sys
+import collections, os, struct, sys
 
 pid = int(sys.argv[1])
 maps = [l.split() for l in open(f'/proc/{pid}/maps')]
@@ -31,6 +31,7 @@ page_used = collections.Counter()
 chunks_on_page = collections.defaultdict(list)
 resident_pages = set()
 region_of_page = {}
+kinds_by_heap = collections.defaultdict(collections.Counter)  # every chunk in use, by heap
 total_resident = 0
 for fields in maps:
     lo, hi = (int(x, 16) for x in fields[0].split('-'))
@@ -66,6 +67,7 @@ for fields in maps:
         if not struct.unpack_from('<Q', data, following - lo + 8)[0] & 1:
             continue
         first_word = struct.unpack_from('<Q', data, at - lo + 16)[0]
+        kinds_by_heap[f'{lo:#x}'][(size, first_word)] += 1
         for page in range(at // 4096, (at + size - 1) // 4096 + 1):
             page_used[page] += min(at + size, (page + 1) * 4096) - max(at, page * 4096)
             chunks_on_page[page].append((size, first_word))
@@ -85,5 +87,13 @@ for (size, word), count in kinds.most_common(int(sys.argv[2]) if len(sys.argv) >
     print(f'{count:8} {size:6} {word:#x}')
 by_heap = collections.Counter(region_of_page[p] for p in sparse)
 all_by_heap = collections.Counter(region_of_page[p] for p in resident_pages)
+if os.environ.get('PER_HEAP'):
+    used_by_heap = collections.Counter()
+    for p in resident_pages: used_by_heap[region_of_page[p]] += page_used[p]
+    for heap in all_by_heap:
+        print(f'HEAP {heap} {all_by_heap[heap]} {by_heap[heap]} {used_by_heap[heap]}')
+    for heap, kinds in kinds_by_heap.items():
+        for (size, word), count in kinds.items():
+            if count >= 20: print(f'KIND {heap} {size} {word:#x} {count}')
 print('by heap (arena heap start: sparse pages / resident pages with chunks in use):',
       ', '.join(f'{heap} {count}/{all_by_heap[heap]}' for heap, count in by_heap.most_common()))
