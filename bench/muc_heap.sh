@@ -31,7 +31,7 @@ run() { # login|room
     local client_pid=$!
     until [ "$(ss -Htn state established "( sport = :$port )" | wc -l)" -ge "$N" ]; do sleep 0.2; done
     if [ "$1" = room ]; then until grep -q 'entered' "$OUT/muc-heap-$1.out" 2>/dev/null; do sleep 0.2; done; fi
-    sleep "${KILL_AFTER:-11}"
+    if [ "$1" = room ]; then sleep "${KILL_AFTER:-11}"; else sleep 11; fi
     kill -9 "$server_pid"
     wait $hpid || true
     kill $client_pid 2>/dev/null || true

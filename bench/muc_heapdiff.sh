@@ -74,14 +74,25 @@ names = {}
 try:
     meta = None
     for line in open(sys.argv[1].replace('login.txt', 'names.txt')):
-        if line.startswith('META'): meta = line.split()[1]
-        elif meta and '"' in line: names[meta] = line.split('"')[1]; meta = None
+        if line.startswith('META'): meta = line.split()[1].split('$')[0]
+        if meta and '"' in line: names[meta] = line.split('"')[1]; meta = None
 except OSError:
     pass
 ka, kb = kinds(sys.argv[1]), kinds(sys.argv[2])
 print('chunks in use that grew most in number, per occupant (heap, size, first word or its type):')
 for grown, (heap, size, word) in sorted(((kb[k] - ka[k], k) for k in set(ka) | set(kb)), reverse=True)[:45]:
     print(f'{grown / n:7.3f} {heap:#14x} {size:6} {names.get(word, word)[:90]}')
+def strings(name):
+    k = collections.Counter()
+    for line in open(name):
+        if line.startswith('STRING '):
+            _, count, text = line.rstrip('\n').split(' ', 2)
+            k[text] = int(count)
+    return k
+sa, sb = strings(sys.argv[1]), strings(sys.argv[2])
+print('Swift strings in use that grew most in number, per occupant (digits as #):')
+for grown, text in sorted(((sb[k] - sa[k], k) for k in set(sa) | set(sb)), reverse=True)[:15]:
+    print(f'{grown / n:7.3f} {text[:100]}')
 tot = [sum(v[i] for v in b.values()) - sum(v[i] for v in a.values()) for i in range(3)]
 print(f'all heaps per occupant: {tot[0]/n:.2f} pages ({tot[0]*4/n:.1f} KiB), {tot[1]/n:.2f} sparse, {tot[2]/n:.0f} bytes in use')
 PY

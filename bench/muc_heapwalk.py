@@ -11,7 +11,7 @@ because reading a page through mem maps it.
 
 tcache chunks count as in use (glibc marks them so). Run as root (pagemap, ptrace rights).
 """
-import collections, os, struct, sys
+import collections, os, re, struct, sys
 
 pid = int(sys.argv[1])
 maps = [l.split() for l in open(f'/proc/{pid}/maps')]
@@ -32,6 +32,8 @@ chunks_on_page = collections.defaultdict(list)
 resident_pages = set()
 region_of_page = {}
 kinds_by_heap = collections.defaultdict(collections.Counter)  # every chunk in use, by heap
+STRINGS = os.environ.get('PER_HEAP')
+strings = collections.Counter()  # what the Swift strings in use say, digits as '#'
 total_resident = 0
 for fields in maps:
     lo, hi = (int(x, 16) for x in fields[0].split('-'))
@@ -68,6 +70,14 @@ for fields in maps:
             continue
         first_word = struct.unpack_from('<Q', data, at - lo + 16)[0]
         kinds_by_heap[f'{lo:#x}'][(size, first_word)] += 1
+        if STRINGS and size <= 256:
+            # A native Swift string: 32 bytes of header (the last its count), then UTF-8 and a NUL.
+            body = at - lo + 16
+            count = struct.unpack_from('<Q', data, body + 24)[0] & 0xFFFFFFFFFFFF
+            if 0 < count <= size - 48:
+                text = data[body + 32:body + 32 + count]
+                if data[body + 32 + count] == 0 and all(32 <= c < 127 for c in text):
+                    strings[re.sub(rb'[0-9]+', b'#', text).decode()] += 1
         for page in range(at // 4096, (at + size - 1) // 4096 + 1):
             page_used[page] += min(at + size, (page + 1) * 4096) - max(at, page * 4096)
             chunks_on_page[page].append((size, first_word))
@@ -95,5 +105,7 @@ if os.environ.get('PER_HEAP'):
     for heap, kinds in kinds_by_heap.items():
         for (size, word), count in kinds.items():
             if count >= 20: print(f'KIND {heap} {size} {word:#x} {count}')
+    for text, count in strings.items():
+        if count >= 20: print(f'STRING {count} {text}')
 print('by heap (arena heap start: sparse pages / resident pages with chunks in use):',
       ', '.join(f'{heap} {count}/{all_by_heap[heap]}' for heap, count in by_heap.most_common()))
