@@ -19,7 +19,7 @@ start_server parleyd
 "$BENCH" login --port "$port" --users $((N < 20 ? N : 20)) --concurrency 10 --password "$PASSWORD" --label warmup > /dev/null
 sleep 1
 log=$OUT/muc-heapdiff.out
-"$BENCH" muc --port "$port" --occupants "$N" --senders 4 --seconds 3 --rate 20 --phases rate --threads 2 \
+"$BENCH" muc --port "$port" --occupants "$N" --senders 4 --seconds 20 --rate 1 --phases rate --threads 2 \
     --password "$PASSWORD" --server-pid "$server_pid" --join-timeout 90 --label "heapdiff-$N" > "$log" 2>&1 &
 client=$!
 snapshot() { # label
@@ -43,7 +43,7 @@ snapshot room
 # The run-time type metadata among the commonest chunks' first words, named in the server.
 args=(); for m in $(awk '$1 == "KIND" && $5 >= 200 && $4 ~ /^0x(7f|5)/ { print $4 }' "$OUT/muc-heapdiff-room.txt" | sort -u | head -300); do
     args+=(-ex "echo META $m " -ex "p ((char*(*)(void*,int))swift_getTypeName)((void*)$m, 1)"); done
-gdb -p "$server_pid" -batch "${args[@]}" 2>&1 | grep -E "META|^\\$" > "$OUT/muc-heapdiff-names.txt" || true
+timeout 60 gdb -p "$server_pid" -batch "${args[@]}" 2>&1 | grep -E "META|^\\$" > "$OUT/muc-heapdiff-names.txt" || true
 wait $client || true
 grep -v '^RESULT' "$log" | head -3
 stop_server
