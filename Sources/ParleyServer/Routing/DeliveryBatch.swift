@@ -7,13 +7,9 @@ import NIOCore
 /// per stanza: with hundreds of recipients, those tasks (and the flushes they schedule, each
 /// its own task) were a large part of a notification's cost.
 ///
-/// On its loop, the batch writes every session's stanzas first and flushes each session once,
-/// in one task for all of them queued behind whatever the loop has to do already: a flush
-/// scheduled as a task of its own per session cost a task, a closure and a lock on the loop's
-/// queue for every recipient. Batches that were waiting for the loop together (a room
-/// filling: each newcomer's presence to every occupant is a batch, and the loops fall
-/// behind) are flushed together, so a session gets one output buffer and one write for
-/// all of them instead of one each (bench/README.md, MUC memory, seventh round).
+/// On its loop, the batch writes every session's stanzas first and flushes each session once
+/// at the end, in the same task: a flush scheduled as a task of its own per session cost a
+/// task, a closure and a lock on the loop's queue for every recipient.
 ///
 /// The caller submits before it routes anything else, so nothing it sends later overtakes
 /// what the batch holds, and the stanzas for one loop keep their order.
@@ -52,17 +48,15 @@ public final class DeliveryBatch {
         self.groups = []
         for (loop, work) in groups {
             if loop.inEventLoop {
-                Self.run(work, on: loop)
+                Self.run(work)
             } else {
-                loop.execute { Self.run(work, on: loop) }
+                loop.execute { Self.run(work) }
             }
         }
     }
 
-    /// On the loop: every delivery, then one flush per session written to, after what the
-    /// loop had queued meanwhile (a session stays deferred until then, so later batches'
-    /// deliveries to it join the same flush).
-    private static func run(_ work: [Work], on loop: any EventLoop) {
+    /// On the loop: every delivery, then one flush per session written to.
+    private static func run(_ work: [Work]) {
         var written: [C2SSessionHandler] = []
         for item in work {
             switch item {
@@ -77,10 +71,6 @@ public final class DeliveryBatch {
                 handler.receive(delivery)
             }
         }
-        guard !written.isEmpty else { return }
-        let flushes = NIOLoopBound(written, eventLoop: loop)
-        loop.execute {
-            for handler in flushes.value { handler.flushDeferredWrites() }
-        }
+        for handler in written { handler.flushDeferredWrites() }
     }
 }
