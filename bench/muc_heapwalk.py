@@ -14,7 +14,7 @@ ALL (bench/muc_heapwalk.sh diffs the read logged in against the read in the room
 
 tcache chunks count as in use (glibc marks them so). Run as root (pagemap, ptrace rights).
 """
-import collections, struct, sys
+import collections, os, re, struct, sys
 
 pid = int(sys.argv[1])
 maps = [l.split() for l in open(f'/proc/{pid}/maps')]
@@ -34,6 +34,9 @@ page_used = collections.Counter()
 chunks_on_page = collections.defaultdict(list)
 resident_pages = set()
 region_of_page = {}
+kinds_by_heap = collections.defaultdict(collections.Counter)  # every chunk in use, by heap
+STRINGS = os.environ.get('PER_HEAP')
+strings = collections.Counter()  # what the Swift strings in use say, digits as '#'
 total_resident = 0
 for fields in maps:
     lo, hi = (int(x, 16) for x in fields[0].split('-'))
@@ -69,6 +72,15 @@ for fields in maps:
         if not struct.unpack_from('<Q', data, following - lo + 8)[0] & 1:
             continue
         first_word = struct.unpack_from('<Q', data, at - lo + 16)[0]
+        kinds_by_heap[f'{lo:#x}'][(size, first_word)] += 1
+        if STRINGS and size <= 256:
+            # A native Swift string: 32 bytes of header (the last its count), then UTF-8 and a NUL.
+            body = at - lo + 16
+            count = struct.unpack_from('<Q', data, body + 24)[0] & 0xFFFFFFFFFFFF
+            if 0 < count <= size - 48:
+                text = data[body + 32:body + 32 + count]
+                if data[body + 32 + count] == 0 and all(32 <= c < 127 for c in text):
+                    strings[re.sub(rb'[0-9]+', b'#', text).decode()] += 1
         for page in range(at // 4096, (at + size - 1) // 4096 + 1):
             page_used[page] += min(at + size, (page + 1) * 4096) - max(at, page * 4096)
             chunks_on_page[page].append((size, first_word))
@@ -94,5 +106,15 @@ if len(sys.argv) > 3:
             out.write(f'{count} {size} {word:#x}\n')
 by_heap = collections.Counter(region_of_page[p] for p in sparse)
 all_by_heap = collections.Counter(region_of_page[p] for p in resident_pages)
+if os.environ.get('PER_HEAP'):
+    used_by_heap = collections.Counter()
+    for p in resident_pages: used_by_heap[region_of_page[p]] += page_used[p]
+    for heap in all_by_heap:
+        print(f'HEAP {heap} {all_by_heap[heap]} {by_heap[heap]} {used_by_heap[heap]}')
+    for heap, kinds in kinds_by_heap.items():
+        for (size, word), count in kinds.items():
+            if count >= 20: print(f'KIND {heap} {size} {word:#x} {count}')
+    for text, count in strings.items():
+        if count >= 20: print(f'STRING {count} {text}')
 print('by heap (arena heap start: sparse pages / resident pages with chunks in use):',
       ', '.join(f'{heap} {count}/{all_by_heap[heap]}' for heap, count in by_heap.most_common()))

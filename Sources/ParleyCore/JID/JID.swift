@@ -25,6 +25,12 @@ public struct JID: Sendable, Hashable, CustomStringConvertible, Comparable {
             local = rest[..<at]
             rest = rest[rest.index(after: at)...]
         }
+        if let domain = Self.shared(rest) {
+            let localpart = try local.map { value throws(JIDError) in try JIDPreparation.localpart(String(value)) }
+            let resourcepart = try resource.map { value throws(JIDError) in try JIDPreparation.resourcepart(String(value)) }
+            self.init(uncheckedLocal: localpart, domain: domain, resource: resourcepart)
+            return
+        }
         try self.init(
             localpart: local.map(String.init), domainpart: String(rest),
             resourcepart: resource.map(String.init))
@@ -34,7 +40,7 @@ public struct JID: Sendable, Hashable, CustomStringConvertible, Comparable {
         throws(JIDError)
     {
         self.localpart = try localpart.map { value throws(JIDError) in try JIDPreparation.localpart(value) }
-        self.domainpart = try JIDPreparation.domainpart(domainpart)
+        self.domainpart = Self.shared(try JIDPreparation.domainpart(domainpart))
         self.resourcepart = try resourcepart.map { value throws(JIDError) in try JIDPreparation.resourcepart(value) }
     }
 

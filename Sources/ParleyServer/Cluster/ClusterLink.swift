@@ -72,7 +72,7 @@ extension SessionPresence {
             if wantsBlocklistPushes { flags.insert(.blocklistPushes) }
             return ClusterView(
                 isAvailable: isAvailable, priority: priority, lastPresence: lastPresence, flags: flags, notifyNodes: notifyNodes,
-                directedPresence: directedPresence)
+                directedPresence: Set(directedPresence))
         }
         set {
             isAvailable = newValue.isAvailable
@@ -82,7 +82,7 @@ extension SessionPresence {
             wantsRosterPushes = newValue.flags.contains(.rosterPushes)
             wantsBlocklistPushes = newValue.flags.contains(.blocklistPushes)
             notifyNodes = newValue.notifyNodes
-            directedPresence = newValue.directedPresence
+            directedPresence = DirectedPresenceRecipients(newValue.directedPresence)
         }
     }
 }

@@ -106,7 +106,7 @@ public final class PresenceModule: ServerModule {
     private func broadcast(_ presence: XMLElement, from sender: SessionHandle) async {
         let available = presence.type == nil
         let priority = presence.firstChild("priority").flatMap { Int8($0.text.trimmingCharacters(in: .whitespaces)) } ?? 0
-        let (wasAvailable, previousPriority, directed) = sender.withPresence { state -> (Bool, Int8, Set<JID>) in
+        let (wasAvailable, previousPriority, directed) = sender.withPresence { state -> (Bool, Int8, DirectedPresenceRecipients) in
             let was = state.isAvailable
             let previous = state.priority
             state.isAvailable = available
@@ -198,7 +198,7 @@ public final class PresenceModule: ServerModule {
     }
 
     private func sessionEnded(_ session: SessionHandle, lost: Bool = false) async {
-        let (wasAvailable, directed) = session.withPresence { state -> (Bool, Set<JID>) in
+        let (wasAvailable, directed) = session.withPresence { state -> (Bool, DirectedPresenceRecipients) in
             let result = (state.isAvailable, state.directedPresence)
             state.isAvailable = false
             state.directedPresence = []

@@ -11,6 +11,7 @@ final class UserQueue: Sendable {
     }
 
     private let state = NIOLockedValueBox(State())
+    private static let keptCapacity = 64
 
     @discardableResult
     func enqueue(_ user: String, _ work: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
@@ -27,6 +28,9 @@ final class UserQueue: Sendable {
                 // a task and a thread wake-up, several per login.
                 box.withLockedValue { state in
                     if state.tails[user]?.ticket == ticket { state.tails[user] = nil }
+                    // A burst (a room filling: every newcomer's presence) grew the table;
+                    // emptied, it gives that back instead of keeping it for good.
+                    if state.tails.isEmpty, state.tails.capacity > Self.keptCapacity { state.tails = [:] }
                 }
             }
             state.tails[user] = (task, ticket)

@@ -183,7 +183,7 @@ public struct SessionPresence: Sendable {
     public var wantsCarbons = false
     /// Recipients of directed available presence outside any subscription: they get
     /// unavailable presence when the session goes away (RFC 6121 §4.6.3).
-    public var directedPresence: Set<JID> = []
+    public var directedPresence = DirectedPresenceRecipients()
     /// The PEP nodes it wants notifications of (XEP-0163 `+notify`, from its entity
     /// capabilities), mirrored here so that other nodes of a cluster know them too.
     public var notifyNodes: Set<String> = []

@@ -75,6 +75,9 @@ public final class RunningServer: Sendable {
         storage configuredStorage: (any ServerStorage)? = nil, cluster: (any ClusterMember)? = nil
     ) async throws -> RunningServer {
         let domain = try JID(configuration.domain)
+        // Before anything parses an address: one copy of each long domain for all of them.
+        JID.shareDomain(domain.domainpart)
+        for service in hostedServices { JID.shareDomain(service.domain) }
         try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
 
         let certificatePath = configuration.tlsCertificatePath

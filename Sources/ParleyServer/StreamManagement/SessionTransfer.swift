@@ -85,7 +85,7 @@ public struct SessionTransfer: Sendable, Equatable {
         presence.wantsCarbons = state[attribute: "carbons"] == "1"
         presence.unavailableStatus = state.firstChild("unavailable-status", namespace: Self.namespace)?.text
         presence.lastPresence = state.firstChild("last", namespace: Self.namespace)?.elements.first
-        presence.directedPresence = Set(
+        presence.directedPresence = DirectedPresenceRecipients(
             state.elements.filter { $0.name == "directed" }.compactMap { $0[attribute: "jid"].flatMap { try? JID($0) } })
         presence.notifyNodes = Set(state.elements.filter { $0.name == "notify" }.compactMap { $0[attribute: "node"] })
         self.init(
