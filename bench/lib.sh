@@ -147,6 +147,19 @@ write_muc_configs() { # occupants
     write_prosody_config "$prosody_port" '{ "s2s", "offline" }'
 }
 
+# A lone parleyd set up as bench/muc.sh sets it up, for the MUC diagnostics (muc_heapdiff.sh,
+# muc_heapwalk.sh, muc_mallstats.sh): NAME names its temporary directory, OCCUPANTS accounts
+# are seeded, and up to 20 of them log in and out once so the login path is warm.
+start_muc_probe_server() { # name occupants
+    bench_raise_file_limit "$1" $(($2 + 1000))
+    bench_tmp "parley-$1" /dev/shm
+    write_muc_configs "$2"
+    seed_users "$2" > /dev/null
+    start_server parleyd
+    "$BENCH" login --port "$port" --users $(($2 < 20 ? $2 : 20)) --concurrency 10 --password "$PASSWORD" --label warmup > /dev/null
+    sleep 1
+}
+
 seed_users() { # count
     echo "seeding $1 accounts in each server"
     "$BENCH" seed-users --users "$1" --password "$PASSWORD" \

@@ -11,13 +11,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp}
 PARLEYD=$1; BENCH=$2; N=$3
 . bench/lib.sh
-bench_raise_file_limit muc_heapdiff $((N + 1000))
-bench_tmp parley-muc-heapdiff /dev/shm
-write_muc_configs "$N"
-seed_users "$N" > /dev/null
-start_server parleyd
-"$BENCH" login --port "$port" --users $((N < 20 ? N : 20)) --concurrency 10 --password "$PASSWORD" --label warmup > /dev/null
-sleep 1
+start_muc_probe_server muc_heapdiff "$N"
 log=$OUT/muc-heapdiff.out
 "$BENCH" muc --port "$port" --occupants "$N" --senders 4 --seconds 20 --rate 1 --phases rate --threads 2 \
     --password "$PASSWORD" --server-pid "$server_pid" --join-timeout 90 --label "heapdiff-$N" > "$log" 2>&1 &

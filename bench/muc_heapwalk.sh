@@ -12,13 +12,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp}
 PARLEYD=$1; BENCH=$2; N=$3
 . bench/lib.sh
-bench_raise_file_limit muc_heapwalk $((N + 1000))
-bench_tmp parley-heapwalk /dev/shm
-write_muc_configs "$N"
-seed_users "$N" > /dev/null
-start_server parleyd
-"$BENCH" login --port "$port" --users 20 --concurrency 10 --password "$PASSWORD" --label warmup > /dev/null
-sleep 1
+start_muc_probe_server muc_heapwalk "$N"
 log=$OUT/muc-heapwalk.out
 "$BENCH" muc --port "$port" --occupants "$N" --senders 4 --seconds 2 --rate 20 --phases rate --threads 2 \
     --password "$PASSWORD" --server-pid "$server_pid" --join-timeout 90 --label "heapwalk-$N" > "$log" 2>&1 &
