@@ -98,28 +98,8 @@ public final class MUCService: HostedService {
     private let state = NIOLockedValueBox(State())
     let outlet = NIOLockedValueBox<HostedServiceOutlet?>(nil)
     /// Addresses of stanzas sent, parsed: see `send(_:through:)`.
-    private let addresses = NIOLockedValueBox(ParsedAddresses())
+    let addresses = NIOLockedValueBox(MUCParsedAddresses())
 
-    /// The addresses `send` parsed, by their text, while the service is busy: a quiet one
-    /// lets them go (`forgetQuietAddresses`), as each was a string or two per occupant and
-    /// session, made while a room filled and left on the pages of the fill's churn
-    /// (bench/README.md, MUC, seventh round).
-    struct ParsedAddresses {
-        var jids: [String: JID] = [:]
-        /// `send` parsed or looked one up since the last look.
-        var used = false
-    }
-
-    /// Forgets the parsed addresses if none was used since the last call.
-    func forgetQuietAddresses() {
-        addresses.withLockedValue { memo in
-            if memo.used {
-                memo.used = false
-            } else if !memo.jids.isEmpty {
-                memo.jids = [:]
-            }
-        }
-    }
     /// In a cluster, where each room is served (MUCService+Cluster); nil on a single node.
     let placement = NIOLockedValueBox<(any ServicePlacement)?>(nil)
 
