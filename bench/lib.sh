@@ -160,6 +160,14 @@ start_muc_probe_server() { # name occupants
     sleep 1
 }
 
+# The MUC diagnostics' load: OCCUPANTS enter one room, then a rate phase of SECONDS at RATE
+# messages/s, in the background (its pid in `client`), output to LOG.
+start_muc_probe_client() { # occupants seconds rate label log
+    "$BENCH" muc --port "$port" --occupants "$1" --senders 4 --seconds "$2" --rate "$3" --phases rate --threads 2 \
+        --password "$PASSWORD" --server-pid "$server_pid" --join-timeout 90 --label "$4" > "$5" 2>&1 &
+    client=$!
+}
+
 seed_users() { # count
     echo "seeding $1 accounts in each server"
     "$BENCH" seed-users --users "$1" --password "$PASSWORD" \

@@ -13,9 +13,7 @@ PARLEYD=$1; BENCH=$2; N=$3
 . bench/lib.sh
 start_muc_probe_server muc_heapdiff "$N"
 log=$OUT/muc-heapdiff.out
-"$BENCH" muc --port "$port" --occupants "$N" --senders 4 --seconds 20 --rate 1 --phases rate --threads 2 \
-    --password "$PASSWORD" --server-pid "$server_pid" --join-timeout 90 --label "heapdiff-$N" > "$log" 2>&1 &
-client=$!
+start_muc_probe_client "$N" 20 1 "heapdiff-$N" "$log"
 snapshot() { # label
     grep -E '^(RssAnon|VmRSS)' "/proc/$server_pid/status" | tr -s ' \n' ' ' > "$OUT/muc-heapdiff-$1.txt"
     echo >> "$OUT/muc-heapdiff-$1.txt"

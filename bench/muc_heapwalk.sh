@@ -14,9 +14,7 @@ PARLEYD=$1; BENCH=$2; N=$3
 . bench/lib.sh
 start_muc_probe_server muc_heapwalk "$N"
 log=$OUT/muc-heapwalk.out
-"$BENCH" muc --port "$port" --occupants "$N" --senders 4 --seconds 2 --rate 20 --phases rate --threads 2 \
-    --password "$PASSWORD" --server-pid "$server_pid" --join-timeout 90 --label "heapwalk-$N" > "$log" 2>&1 &
-client=$!
+start_muc_probe_client "$N" 2 20 "heapwalk-$N" "$log"
 # Logged in (muc.sh reads RSS 5.5-11 s after the logins): every chunk in use, for the diff below.
 until [ "$(ss -Htn state established "( sport = :$port )" | wc -l)" -ge "$N" ]; do sleep 0.2; done
 sleep 8

@@ -13,9 +13,7 @@ PARLEYD=$1; BENCH=$2; N=$3
 . bench/lib.sh
 start_muc_probe_server muc_mallstats "$N"
 log=$OUT/muc-mallstats.out
-"$BENCH" muc --port "$port" --occupants "$N" --senders 4 --seconds 3 --rate 20 --phases rate --threads 2 \
-    --password "$PASSWORD" --server-pid "$server_pid" --join-timeout 90 --label "mallstats-$N" > "$log" 2>&1 &
-client=$!
+start_muc_probe_client "$N" 3 20 "mallstats-$N" "$log"
 snapshot() { # label: RSS and RssAnon as muc.sh reads them, then malloc_trim and malloc_stats
     local rss anon
     rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$server_pid/status")
