@@ -216,11 +216,12 @@ public final class RunningServer: Sendable {
             interval: configuration.sessions.accountChangePollInterval, events: events)
         let authFailures = context.authFailures
         let retentionDays = configuration.archive.retentionDays
+        let eventLoops = Array(group.makeIterator())
         let background = [
             Task { await watcher.run() },
             Task.detached {
                 MemoryTrimmer.configureAllocator()
-                await MemoryTrimmer(interval: .seconds(5)).run()
+                await MemoryTrimmer(interval: .seconds(5), eventLoops: eventLoops).run()
             },
             Task {
                 guard retentionDays > 0 else { return }
