@@ -4,7 +4,9 @@
 #
 # For each server and each room size, on loopback only, plain TCP and SCRAM-SHA-256
 # (bench/lib.sh, bench/ejabberd.sh), a fresh server instance (so one size's leftovers do not
-# weigh on the next), then `ParleyBench muc`:
+# weigh on the next), warmed up (up to 20 accounts log in and out; then, unless WARM_ROOM=0,
+# enter a room of their own, chat and leave: the RSS that first room left is printed as
+# 1st_room), then `ParleyBench muc`:
 #   - N accounts log in (available presence); the server's RSS is read;
 #   - join: o0 creates the room at conference.localhost and accepts an instant room; then the
 #     other N-1 enter at once; the time to the last self-presence (status 110), then every
@@ -24,7 +26,7 @@
 #
 # Needs the release builds of parleyd and ParleyBench (make bench builds them), prosody, and
 # ejabberd (installed from Debian here when missing, without starting its service; needs root).
-# Knobs: ROOM_SIZES SENDERS PHASE_SECONDS WINDOW RATE BODY_BYTES THREADS SERVERS BENCH_TMP_PARENT KEEP_TMP
+# Knobs: ROOM_SIZES WARM_ROOM SENDERS PHASE_SECONDS WINDOW RATE BODY_BYTES THREADS SERVERS BENCH_TMP_PARENT KEEP_TMP
 # JOIN_TIMEOUT (seconds a room may take to fill; a server that needs longer is reported with
 # what it reached), BEFORE_PARLEYD (a second parleyd binary, measured as server
 # `parleyd_before` with its own data, seeded by BEFORE_BENCH if given: add it to SERVERS for a
@@ -35,6 +37,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ROOM_SIZES=${ROOM_SIZES:-"10 100 1000"}
+WARM_ROOM=${WARM_ROOM:-1}
 SENDERS=${SENDERS:-4}
 PHASE_SECONDS=${PHASE_SECONDS:-10}
 WINDOW=${WINDOW:-2}
@@ -88,6 +91,16 @@ ejabberd_registered=""
 
 failed=""
 declare -A result
+lowest_rss_kib() { # pid seconds: the lowest VmRSS read every half second
+    local lowest='' rss i
+    for ((i = 0; i < $2 * 2; i++)); do
+        rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$1/status")
+        if [ -z "$lowest" ] || [ "$rss" -lt "$lowest" ]; then lowest=$rss; fi
+        sleep 0.5
+    done
+    echo "$lowest"
+}
+
 record() { # name.size RESULT-lines
     local line phase key
     while read -r line; do
@@ -120,6 +133,18 @@ for size in $ROOM_SIZES; do
         fi
         "$BENCH" login --port "$port" --users $((size < 20 ? size : 20)) --concurrency 10 --password "$PASSWORD" \
             --label "$name-warmup" > /dev/null || echo "muc.sh: $name: warm-up logins failed" >&2
+        # A warm-up room, as the logins above: up to 20 accounts enter a room of their own, chat
+        # a second and leave, so that the measured room's figures are what a room of N adds to
+        # a server that has had rooms, not the first room's code pages and heap growth. That
+        # first-room cost is read too (lowest RSS over 6 s before and after) and printed.
+        if [ "$WARM_ROOM" = 1 ]; then
+            cold_rss=$(lowest_rss_kib "$server_pid" 6)
+            "$BENCH" muc --port "$port" --occupants $((size < 20 ? size : 20)) --room warmup --senders 2 --seconds 1 \
+                --rate 10 --phases rate --threads 1 --password "$PASSWORD" --join-timeout 60 --label "$name-warmup" \
+                > /dev/null || echo "muc.sh: $name: warm-up room failed" >&2
+            result[$name.$size.first_room_kib]=$(( $(lowest_rss_kib "$server_pid" 6) - cold_rss ))
+            echo "$name: the warm-up room (since left) changed the server's RSS by ${result[$name.$size.first_room_kib]} KiB"
+        fi
         sleep 1
         status=0
         out=$("$BENCH" muc --port "$port" --occupants "$size" --senders "$SENDERS" --seconds "$PHASE_SECONDS" \
@@ -141,8 +166,9 @@ echo
 echo "MUC benchmark: one room per size; $SENDERS senders, $PHASE_SECONDS s per phase; full speed with $WINDOW" \
     "messages in flight per sender; fixed rate $RATE messages/s; CPU = server user+system µs per delivery" \
     "(a message to N occupants is N deliveries); KiB/occ = server RSS in the room minus logged in, per occupant;" \
-    "anon = the same for anonymous memory only (RssAnon: heap and stacks, not the executable's pages)"
-printf '%-8s %5s | %8s %8s %6s | %9s %8s %8s | %8s %8s %8s | %5s %4s | %s\n' server occ 'join_s' 'KiB/occ' anon 'deliv/s' \
+    "anon = the same for anonymous memory only (RssAnon: heap and stacks, not the executable's pages);" \
+    "1st_room = what the warm-up room of up to 20, entered and left before, left resident (KiB, whole server)"
+printf '%-8s %5s | %8s %8s %6s %8s | %9s %8s %8s | %8s %8s %8s | %5s %4s | %s\n' server occ 'join_s' 'KiB/occ' anon 1st_room 'deliv/s' \
     p99_ms 'cpu_µs' '@rate p50' p99_ms 'cpu_µs' lost dup status
 for name in $SERVERS; do
     for size in $ROOM_SIZES; do
@@ -151,8 +177,9 @@ for name in $SERVERS; do
         dup=$(( ${result[$k.throughput.dup]:-0} + ${result[$k.rate.dup]:-0} ))
         status=ok
         ok "$k" || status=FAILED
-        printf '%-8s %5s | %8s %8s %6s | %9s %8s %8s | %8s %8s %8s | %5s %4s | %s\n' "$name" "$size" \
-            "$(get "$k.join.seconds")" "$(get "$k.join.kib_per_occupant")" "$(get "$k.join.anon_kib_per_occupant")" "$(get "$k.throughput.rate")" \
+        printf '%-8s %5s | %8s %8s %6s %8s | %9s %8s %8s | %8s %8s %8s | %5s %4s | %s\n' "$name" "$size" \
+            "$(get "$k.join.seconds")" "$(get "$k.join.kib_per_occupant")" "$(get "$k.join.anon_kib_per_occupant")" \
+            "$(get "$k.first_room_kib")" "$(get "$k.throughput.rate")" \
             "$(get "$k.throughput.p99_ms")" "$(get "$k.throughput.cpu_us")" "$(get "$k.rate.p50_ms")" \
             "$(get "$k.rate.p99_ms")" "$(get "$k.rate.cpu_us")" "$lost" "$dup" "$status"
     done
