@@ -41,6 +41,8 @@ final class BOSHTestClient: Sendable {
         var sid: String?
         var received: [XMLElement] = []
         var outstanding = 0
+        /// When the last answer came back (the server's inactivity count starts no later).
+        var lastAnswered = ContinuousClock.now
         /// The answer that ended the session, or why a request failed.
         var ended: String?
     }
@@ -104,6 +106,7 @@ final class BOSHTestClient: Sendable {
             }
             state.withLockedValue { state in
                 state.outstanding -= 1
+                state.lastAnswered = ContinuousClock.now
                 if let failure, state.ended == nil { state.ended = failure }
             }
         }
@@ -187,6 +190,9 @@ final class BOSHTestClient: Sendable {
     }
 
     /// Until every request sent has its answer.
+    /// When the last answer to a request came back.
+    var lastAnswered: ContinuousClock.Instant { state.withLockedValue { $0.lastAnswered } }
+
     func settle() async throws {
         let deadline = ContinuousClock.now + .seconds(10)
         while state.withLockedValue({ $0.outstanding > 0 }) {
