@@ -33,8 +33,12 @@ struct MemoryTrimmer: Sendable {
     /// 5–15 % more CPU per delivery (bench/README.md, MUC memory, fifth round).
     static func configureAllocator() {
         _ = mallopt(M_MMAP_THRESHOLD, 32 << 10)
-        _ = mallopt(M_TRIM_THRESHOLD, trimThreshold)
-        _ = mallopt(M_TOP_PAD, topPad)
+        trimHeapTops(above: trimThreshold, keeping: topPad)
+    }
+
+    private static func trimHeapTops(above threshold: Int32, keeping pad: Int32) {
+        _ = mallopt(M_TRIM_THRESHOLD, threshold)
+        _ = mallopt(M_TOP_PAD, pad)
     }
 
     func run() async {
@@ -45,7 +49,7 @@ struct MemoryTrimmer: Sendable {
             // Only after a quiet while: a busy server would fault its tops in again at once,
             // and in a room of 1,000 at full speed trimming them every round cost CPU per
             // delivery (bench/README.md, MUC memory, eighth round).
-            if cpu - cpuBefore < Self.quietShare * Double(interval.components.seconds) { await releaseHeapTops() }
+            if cpu - cpuBefore < Self.quietShare * (interval / .seconds(1)) { await releaseHeapTops() }
             cpuBefore = cpu
             _ = malloc_trim(0)
         }
@@ -76,8 +80,7 @@ struct MemoryTrimmer: Sendable {
     /// thread runs two of them while another runs none. Other threads' frees in that moment
     /// trim their heaps as well.
     func releaseHeapTops() async {
-        _ = mallopt(M_TRIM_THRESHOLD, 0)
-        _ = mallopt(M_TOP_PAD, 0)
+        Self.trimHeapTops(above: 0, keeping: 0)
         let loopsDone = eventLoops.map { $0.submit { Self.freeLargeBlock() } }
         let poolThreads = System.coreCount
         let freed = NIOLockedValueBox(0)
@@ -92,8 +95,7 @@ struct MemoryTrimmer: Sendable {
             }
         }
         for done in loopsDone { try? await done.get() }
-        _ = mallopt(M_TRIM_THRESHOLD, Self.trimThreshold)
-        _ = mallopt(M_TOP_PAD, Self.topPad)
+        Self.trimHeapTops(above: Self.trimThreshold, keeping: Self.topPad)
     }
 
     /// Makes the calling thread free a block of over 64 KiB (three neighbours of 31 KiB,
