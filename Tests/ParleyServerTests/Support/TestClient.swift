@@ -17,9 +17,9 @@ struct ScenarioFailure: Error, CustomStringConvertible {
 /// what the server sent as parsed events. Every element received is validated against
 /// `schemas/` (a stream header together with its features, as one synthetic document).
 final class TestClient: Sendable {
-    /// Generous: it only bounds how long a failing scenario waits. The whole suite starts
-    /// ~190 suites' servers at once on two cores, and in that first burst a server took over
-    /// 5 s to answer a stream header (stop 23's CI, and 6 of 9 loaded full runs here).
+    /// Generous: it only bounds how long a failing scenario waits. When the suite still
+    /// started every scenario's server at once on two cores, a server took over 5 s to answer
+    /// a stream header; `make test` now runs 16 at a time, and this stays for loaded machines.
     static let defaultTimeout: Duration = .seconds(15)
 
     let channel: any Channel
