@@ -22,11 +22,18 @@ public final class PostgresStorage: Sendable {
         public var offlineBatchLimit: Int
         /// Connections the pool opens at most.
         public var maximumConnections: Int
+        /// How long a start keeps trying a database that refuses or does not answer
+        /// connections (`PostgresReachability`).
+        public var reachableWithin: Duration
 
-        public init(rosterTombstoneLimit: Int = 1000, offlineBatchLimit: Int = 4096, maximumConnections: Int = 20) {
+        public init(
+            rosterTombstoneLimit: Int = 1000, offlineBatchLimit: Int = 4096, maximumConnections: Int = 20,
+            reachableWithin: Duration = .seconds(10)
+        ) {
             self.rosterTombstoneLimit = rosterTombstoneLimit
             self.offlineBatchLimit = offlineBatchLimit
             self.maximumConnections = maximumConnections
+            self.reachableWithin = reachableWithin
         }
     }
 
@@ -77,7 +84,10 @@ public final class PostgresStorage: Sendable {
     static func open(url: String, options: Options = Options(), migratingThrough last: String?, logger: Logger) async throws
         -> PostgresStorage
     {
-        let storage = PostgresStorage(url: try PostgresURL(url), options: options, logger: logger)
+        let parsed = try PostgresURL(url)
+        try await PostgresReachability.check(
+            parsed, within: options.reachableWithin, on: MultiThreadedEventLoopGroup.singleton.next(), logger: logger)
+        let storage = PostgresStorage(url: parsed, options: options, logger: logger)
         do {
             try await PostgresMigrations.migrate(storage.client, through: last, logger: logger)
         } catch {

@@ -39,11 +39,33 @@ import Testing
         }
     }
 
-    /// Nothing listens: the start fails with the database named, not with a hang.
+    /// Nothing listens: the start fails with the database and the reason named, once the
+    /// window for a database still starting has passed, not after the pool's minute of retries.
     @Test func anUnreachableDatabaseFailsTheStart() async throws {
         let port = try LoopbackPort.unusedBelowEphemeralRange()
-        await #expect(throws: StorageError.self) {
-            _ = try await PostgresStorage.open(url: "postgres://parley:secret@127.0.0.1:\(port)/parley?sslmode=disable", logger: Self.logger)
+        let url = "postgres://parley:secret@127.0.0.1:\(port)/parley?sslmode=disable"
+        let error = await #expect(throws: StorageError.self) {
+            _ = try await PostgresStorage.open(url: url, options: .init(reachableWithin: .seconds(1)), logger: Self.logger)
         }
+        let message = "\(error.map(String.init(describing:)) ?? "")"
+        #expect(message.contains("postgres://parley@127.0.0.1:\(port)/parley"), "\(message)")
+        #expect(message.lowercased().contains("refused"), "\(message)")
+        #expect(!message.contains("secret"), "\(message)")
+    }
+
+    /// The server answers and refuses (here: no such database): that does not get better by
+    /// waiting, so the start fails at once, in the server's words, inside any window.
+    @Test func aDatabaseTheServerRefusesFailsTheStartWithItsReason() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let clock = ContinuousClock()
+        let start = clock.now
+        let error = await #expect(throws: StorageError.self) {
+            _ = try await PostgresStorage.open(
+                url: cluster.url(database: "no_such_database"), options: .init(reachableWithin: .seconds(600)), logger: Self.logger)
+        }
+        // Not a timing bound: a retry would wait for the ten-minute window.
+        #expect(clock.now - start < .seconds(300))
+        let message = "\(error.map(String.init(describing:)) ?? "")"
+        #expect(message.contains("no_such_database") && message.contains("3D000"), "\(message)")
     }
 }

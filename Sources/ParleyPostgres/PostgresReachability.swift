@@ -1,0 +1,83 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import ParleyStorage
+import PostgresNIO
+
+/// The first connection of a start, made by hand before the pool's: the pool retries a
+/// database it cannot reach with backoff and gave up on a lease only after about a minute, so
+/// a wrong port or a stopped server held `parleyd run` for that long and then said little.
+/// A refused or timed-out connection is retried for a short window (a database starting
+/// beside the server, as at boot); a refusal by the server itself (wrong password, no such
+/// database) is not going to change, and fails at once with the server's own words.
+enum PostgresReachability {
+    static let retryInterval: Duration = .milliseconds(250)
+
+    static func check(_ url: PostgresURL, within window: Duration, on eventLoop: any EventLoop, logger: Logger) async throws {
+        var configuration = try url.connectionConfiguration
+        configuration.options.connectTimeout = TimeAmount(min(max(window, .milliseconds(100)), .seconds(10)))
+        let deadline = ContinuousClock.now + window
+        while true {
+            do {
+                let connection = try await PostgresConnection.connect(on: eventLoop, configuration: configuration, id: 0, logger: logger)
+                try? await connection.close()
+                return
+            } catch {
+                if isServersAnswer(error) || ContinuousClock.now + retryInterval >= deadline {
+                    throw StorageError.unusableDatabase("cannot connect to PostgreSQL at \(url): \(reason(error))")
+                }
+                try await Task.sleep(for: retryInterval)
+            }
+        }
+    }
+
+    /// The server answered and said no; 57P03 (cannot_connect_now) is a server still starting.
+    private static func isServersAnswer(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError, error.code == .server else { return false }
+        return error.serverInfo?[.sqlState] != "57P03"
+    }
+
+    /// postgres-nio's own description of its errors is deliberately generic; say what it was.
+    static func reason(_ error: any Error) -> String {
+        guard let error = error as? PSQLError else { return "\(error)" }
+        if let info = error.serverInfo, let message = info[.message] {
+            return info[.sqlState].map { "\(message) (SQLSTATE \($0))" } ?? message
+        }
+        guard let underlying = error.underlying else { return "\(error.code)" }
+        return socketReason(underlying) ?? "\(underlying)"
+    }
+
+    /// "Connection refused" rather than NIO's account of each address it tried.
+    private static func socketReason(_ error: any Error) -> String? {
+        switch error {
+        case let error as NIOConnectionError:
+            return error.connectionErrors.lazy.compactMap { socketReason($0.error) }.first
+                ?? error.dnsAError.flatMap(socketReason) ?? error.dnsAAAAError.flatMap(socketReason)
+        case let error as IOError:
+            return String(cString: strerror(error.errnoCode))
+        case ChannelError.connectTimeout(let timeout):
+            return "no answer within \(timeout.nanoseconds / 1_000_000) ms"
+        default:
+            return nil
+        }
+    }
+}
+
+extension PostgresURL {
+    /// The same server, user, database and TLS mode as `clientConfiguration`, for one
+    /// connection outside the pool.
+    var connectionConfiguration: PostgresConnection.Configuration {
+        get throws {
+            let tls: PostgresConnection.Configuration.TLS =
+                switch sslMode {
+                case "disable": .disable
+                case "require": .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+                default: .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+                }
+            return PostgresConnection.Configuration(
+                host: host, port: port, username: user, password: password, database: database, tls: tls)
+        }
+    }
+}
