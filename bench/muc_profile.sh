@@ -4,7 +4,8 @@
 # as bench/muc.sh does, fills a room of OCCUPANTS, runs only the fixed-rate phase (20
 # messages/s) for SECONDS, and with MODE
 #   perf   attaches `perf record -g` (PERF_FREQ samples/s, 1999) for SECONDS-5 s of it;
-#   strace attaches `strace -c -f` for SECONDS-5 s of it;
+#   strace attaches `strace -c -f` for SECONDS-5 s of it (STRACE_ARGS instead of -c: e.g.
+#          "-k -e trace=openat" names who opens what, with the stack);
 #   mem    reads glibc's malloc_stats() through gdb after the logins and after the fill;
 #   smaps  saves /proc/PID/smaps after the logins and after the fill (OUT/smaps-*-PID), each
 #          after 8 s of quiet, for a diff of which mappings grew (heap arenas, stacks, code);
@@ -77,7 +78,7 @@ fi
 sleep 2
 case $MODE in
 perf) perf record -F ${PERF_FREQ:-1999} -g -p "$server_pid" -o $OUT/perf-$$.data -- sleep $((SECS - 5)) > /dev/null 2>&1; echo "perf data: $OUT/perf-$$.data";;
-strace) timeout $((SECS - 5)) strace -c -f -p "$server_pid" -o $OUT/strace-$$.txt || true; echo "strace: $OUT/strace-$$.txt";;
+strace) timeout $((SECS - 5)) strace ${STRACE_ARGS:--c} -f -p "$server_pid" -o $OUT/strace-$$.txt || true; echo "strace: $OUT/strace-$$.txt";;
 esac
 wait "$client_pid" || true
 client_pid=""
