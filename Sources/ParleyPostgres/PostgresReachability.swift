@@ -11,7 +11,7 @@ import PostgresNIO
 /// a wrong port or a stopped server held `parleyd run` for that long and then said little.
 /// A refused or timed-out connection is retried for a short window (a database starting
 /// beside the server, as at boot); a refusal by the server itself (wrong password, no such
-/// database) is not going to change, and fails at once with the server's own words.
+/// database) is not going to change, and fails at once in the server's own words.
 enum PostgresReachability {
     static let retryInterval: Duration = .milliseconds(250)
 
@@ -25,7 +25,7 @@ enum PostgresReachability {
                 try? await connection.close()
                 return
             } catch {
-                if isServersAnswer(error) || ContinuousClock.now + retryInterval >= deadline {
+                if !mayPassSoon(error) || ContinuousClock.now + retryInterval >= deadline {
                     throw StorageError.unusableDatabase("cannot connect to PostgreSQL at \(url): \(reason(error))")
                 }
                 try await Task.sleep(for: retryInterval)
@@ -33,10 +33,19 @@ enum PostgresReachability {
         }
     }
 
-    /// The server answered and said no; 57P03 (cannot_connect_now) is a server still starting.
-    private static func isServersAnswer(_ error: any Error) -> Bool {
-        guard let error = error as? PSQLError, error.code == .server else { return false }
-        return error.serverInfo?[.sqlState] != "57P03"
+    /// Nobody answered (refused, unreachable, timed out), or the server is still starting
+    /// (57P03, cannot_connect_now). Anything else (a wrong password, no such database, TLS
+    /// the server does not offer) is the same on the next try.
+    private static func mayPassSoon(_ error: any Error) -> Bool {
+        switch error {
+        case let error as PSQLError:
+            if error.code == .connectionError { return true }
+            return error.code == .server && error.serverInfo?[.sqlState] == "57P03"
+        case is NIOConnectionError, is IOError, ChannelError.connectTimeout:
+            return true
+        default:
+            return false
+        }
     }
 
     /// postgres-nio's own description of its errors is deliberately generic; say what it was.
@@ -45,6 +54,7 @@ enum PostgresReachability {
         if let info = error.serverInfo, let message = info[.message] {
             return info[.sqlState].map { "\(message) (SQLSTATE \($0))" } ?? message
         }
+        if error.code == .sslUnsupported { return "the server does not offer TLS, and sslmode is require" }
         guard let underlying = error.underlying else { return "\(error.code)" }
         return socketReason(underlying) ?? "\(underlying)"
     }

@@ -67,5 +67,15 @@ import Testing
         #expect(clock.now - start < .seconds(300))
         let message = "\(error.map(String.init(describing:)) ?? "")"
         #expect(message.contains("no_such_database") && message.contains("3D000"), "\(message)")
+
+        // TLS required of a server that offers none: the same on every try.
+        let plain = try cluster.createDatabase()
+        let tls = await #expect(throws: StorageError.self) {
+            _ = try await PostgresStorage.open(
+                url: plain.replacingOccurrences(of: "sslmode=disable", with: "sslmode=require"),
+                options: .init(reachableWithin: .seconds(600)), logger: Self.logger)
+        }
+        #expect(clock.now - start < .seconds(300))
+        #expect("\(tls.map(String.init(describing:)) ?? "")".contains("does not offer TLS"), "\(String(describing: tls))")
     }
 }
