@@ -56,7 +56,7 @@ final class ClusterResumption: Sendable {
     /// Asks `nodes` in turn; the first to hold the session hands it over.
     func takeOver(previd: String, user: String, accountID: Int64?, domain: JID, from nodes: [String]) async -> SessionTransfer? {
         for holder in nodes {
-            let request = Request(id: UUID().uuidString, from: node, previd: previd, user: user, accountID: accountID)
+            let request = Request(id: TimeOrderedUUID.make(), from: node, previd: previd, user: user, accountID: accountID)
             guard let answer = await ask(holder, request, account: "\(user)@\(domain.domainpart)"), !answer.isEmpty else { continue }
             guard let element = StoredStanza.parse(answer), let transfer = SessionTransfer(element) else {
                 logger.error("unreadable session handed over by another node", metadata: ["node": "\(holder)"])

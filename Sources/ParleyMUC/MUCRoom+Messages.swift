@@ -26,7 +26,7 @@ extension MUCRoom {
         var message = XMLElement("message", namespace: XMLNamespace.client, ["from": from.description, "type": "groupchat"])
         if let id = stanza.id { message.setAttribute("id", id) }
         for child in stanza.elements where !isRoomOwned(child) { message.append(child) }
-        message.append(XMLElement("stanza-id", namespace: XMLNamespace.stanzaID, ["id": StanzaID.timeOrdered(), "by": jid.description]))
+        message.append(XMLElement("stanza-id", namespace: XMLNamespace.stanzaID, ["id": TimeOrderedUUID.make(), "by": jid.description]))
         message.append(XMLElement("occupant-id", namespace: MUCNamespace.occupantID, ["id": sender.occupantID]))
         if Self.isHistoric(message) { history.append(message, limit: historyLimit) }
         // The copies differ only in `to`: the rest is serialized once for all of them.

@@ -7,8 +7,8 @@ import Testing
 /// The archive's stanza-ids and the text it stores for each archive copy.
 @Suite struct ArchiveStanzaIDTests {
     @Test func idsAreTimeOrderedVersion7UUIDs() throws {
-        let earlier = StanzaID.timeOrdered(now: Date(timeIntervalSince1970: 1_764_000_000.001))
-        let later = StanzaID.timeOrdered(now: Date(timeIntervalSince1970: 1_764_000_000.002))
+        let earlier = TimeOrderedUUID.make(now: Date(timeIntervalSince1970: 1_764_000_000.001))
+        let later = TimeOrderedUUID.make(now: Date(timeIntervalSince1970: 1_764_000_000.002))
         for id in [earlier, later] {
             let uuid = try #require(UUID(uuidString: id))
             #expect(uuid.uuidString.lowercased() == id)
@@ -21,7 +21,7 @@ import Testing
         #expect(earlier.hasPrefix("019ab697-e801-7") && later.hasPrefix("019ab697-e802-7"))
         // Made in the same millisecond, ids still differ: the rest is random.
         let now = Date()
-        #expect(Set((1...100).map { _ in StanzaID.timeOrdered(now: now) }).count == 100)
+        #expect(Set((1...100).map { _ in TimeOrderedUUID.make(now: now) }).count == 100)
     }
 
     /// Both archives store the message without a stanza-id; a query gives each owner's copy

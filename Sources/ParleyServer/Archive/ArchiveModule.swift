@@ -98,7 +98,7 @@ public final class ArchiveModule: ServerModule, Sendable {
         guard Self.isArchivable(clean), senderUser != nil || recipientUser != nil else {
             return RoutedMessage(forRecipient: clean, forSender: clean)
         }
-        let id = StanzaID.timeOrdered()
+        let id = TimeOrderedUUID.make()
         let recipientStanzaID = XMLElement("stanza-id", namespace: XMLNamespace.stanzaID, ["id": id, "by": recipientArchive])
         var forRecipient = clean
         forRecipient.append(recipientStanzaID)

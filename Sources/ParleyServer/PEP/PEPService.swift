@@ -265,9 +265,7 @@ public final class PEPService: Sendable {
         return try result.get()
     }
 
-    /// A UUID in lower case; ASCII only, so lowered byte by byte (`lowercased()` looks up
-    /// Unicode properties).
-    static func newItemID() -> String {
-        String(decoding: UUID().uuidString.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
-    }
+    /// A UUID in lower case, from OpenSSL's generator: Foundation's `UUID()` opens, reads and
+    /// closes /dev/urandom for each one.
+    static func newItemID() -> String { TimeOrderedUUID.make() }
 }

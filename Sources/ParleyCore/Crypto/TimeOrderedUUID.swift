@@ -1,14 +1,15 @@
 import Foundation
 
-/// XEP-0359 stanza-ids, as the user archives and the rooms stamp them.
-public enum StanzaID {
+/// Unique ids that sort by the time they were made: the XEP-0359 stanza-ids the user archives
+/// and the rooms stamp, and the ids PEP gives items and nodes published without one.
+public enum TimeOrderedUUID {
     /// A time-ordered UUID in lower case (the layout of RFC 9562's version 7: 48 bits of Unix
     /// milliseconds, then 74 random bits), as the XEP-0359 examples show ids. Ids made later
     /// sort later, so an archive's stanza-id index grows at its end instead of taking each
     /// new id at a random place (a third of SQLite's work per message when ids were random
     /// version-4 UUIDs, bench/README.md); the random bits keep them unguessable. Foundation's
     /// `UUID()` opens, reads and closes /dev/urandom for each one.
-    public static func timeOrdered(now: Date = Date()) -> String {
+    public static func make(now: Date = Date()) -> String {
         // OpenSSL's generator: the system's costs a getrandom call per word (strace of the
         // defaults benchmark: two per message).
         let random: UInt64
