@@ -243,6 +243,17 @@ postgres_psql() { # sql
 }
 
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$server_pid/status"; }
+# The server's lowest reading of a /proc status field (VmRSS, RssAnon) over SECONDS, read
+# every INTERVAL seconds (0.5): the trims and collectors move a single reading.
+lowest_status_kib() { # field seconds [interval]
+    local interval=${3:-0.5} lowest='' value i
+    for ((i = 0; i < $(awk -v s="$2" -v i="$interval" 'BEGIN { print int(s / i) }'); i++)); do
+        value=$(awk -v f="$1:" '$1 == f { print $2 }' "/proc/$server_pid/status")
+        if [ -z "$lowest" ] || [ "$value" -lt "$lowest" ]; then lowest=$value; fi
+        sleep "$interval"
+    done
+    echo "$lowest"
+}
 # utime + stime in clock ticks (the command name has no spaces for either server).
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$server_pid/stat"; }
 ticks_per_second=$(getconf CLK_TCK)

@@ -91,16 +91,6 @@ ejabberd_registered=""
 
 failed=""
 declare -A result
-lowest_rss_kib() { # seconds: the server's lowest RSS, read every half second
-    local lowest='' rss i
-    for ((i = 0; i < $1 * 2; i++)); do
-        rss=$(rss_kib)
-        if [ -z "$lowest" ] || [ "$rss" -lt "$lowest" ]; then lowest=$rss; fi
-        sleep 0.5
-    done
-    echo "$lowest"
-}
-
 record() { # name.size RESULT-lines
     local line phase key
     while read -r line; do
@@ -138,11 +128,11 @@ for size in $ROOM_SIZES; do
         # a server that has had rooms, not the first room's code pages and heap growth. That
         # first-room cost is read too (lowest RSS over 6 s before and after) and printed.
         if [ "$WARM_ROOM" = 1 ]; then
-            cold_rss=$(lowest_rss_kib 6)
+            cold_rss=$(lowest_status_kib VmRSS 6)
             "$BENCH" muc --port "$port" --occupants $((size < 20 ? size : 20)) --room warmup --senders 2 --seconds 1 \
                 --rate 10 --phases rate --threads 1 --password "$PASSWORD" --join-timeout 60 --label "$name-warmup" \
                 > /dev/null || echo "muc.sh: $name: warm-up room failed" >&2
-            result[$name.$size.first_room_kib]=$(( $(lowest_rss_kib 6) - cold_rss ))
+            result[$name.$size.first_room_kib]=$(( $(lowest_status_kib VmRSS 6) - cold_rss ))
             echo "$name: the warm-up room (since left) changed the server's RSS by ${result[$name.$size.first_room_kib]} KiB"
         fi
         sleep 1

@@ -42,16 +42,9 @@ if [ "$MODE" = smaps ]; then
     until [ "$(ss -Htn state established "( sport = :$port )" | wc -l)" -ge "$N" ]; do sleep 0.5; done
     sleep 8; cp /proc/$server_pid/smaps $OUT/smaps-login-$$
 fi
-lowest_anon() { # seconds: the lowest RssAnon over that long, read every 0.25 s
-    local low=999999999 v i
-    for ((i = 0; i < $1 * 4; i++)); do
-        v=$(awk '/RssAnon/ {print $2}' /proc/$server_pid/status); [ "$v" -lt "$low" ] && low=$v; sleep 0.25
-    done
-    echo "$low"
-}
 if [ "$MODE" = anon ]; then
     until [ "$(ss -Htn state established "( sport = :$port )" | wc -l)" -ge "$N" ]; do sleep 0.2; done
-    sleep 5; anon_login=$(lowest_anon 5)
+    sleep 5; anon_login=$(lowest_status_kib RssAnon 5 0.25)
 fi
 if [ "$MODE" = fill ]; then
     until [ "$(ss -Htn state established "( sport = :$port )" | wc -l)" -ge "$N" ]; do sleep 0.2; done
@@ -62,7 +55,7 @@ fi
 until grep -q 'entered' "$out" 2>/dev/null; do sleep 0.2; done
 if [ "$MODE" = fill ]; then kill -INT $perf_pid; wait $perf_pid || true; echo "perf data: $OUT/perf-fill-$$.data"; fi
 if [ "$MODE" = anon ]; then
-    sleep 5; anon_joined=$(lowest_anon 5)
+    sleep 5; anon_joined=$(lowest_status_kib RssAnon 5 0.25)
     echo "RssAnon: $anon_login KiB logged in, $anon_joined KiB in the room: $(( (anon_joined - anon_login) * 10 / N )) / 10 KiB per occupant"
 fi
 if [ "$MODE" = smaps ]; then sleep 8; cp /proc/$server_pid/smaps $OUT/smaps-joined-$$; echo "smaps: $OUT/smaps-{login,joined}-$$"; fi

@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
-import NIOSSL
 import ParleyStorage
 import PostgresNIO
 
@@ -71,23 +70,6 @@ enum PostgresReachability {
             return "no answer within \(timeout.nanoseconds / 1_000_000) ms"
         default:
             return nil
-        }
-    }
-}
-
-extension PostgresURL {
-    /// The same server, user, database and TLS mode as `clientConfiguration`, for one
-    /// connection outside the pool.
-    var connectionConfiguration: PostgresConnection.Configuration {
-        get throws {
-            let tls: PostgresConnection.Configuration.TLS =
-                switch sslMode {
-                case "disable": .disable
-                case "require": .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
-                default: .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
-                }
-            return PostgresConnection.Configuration(
-                host: host, port: port, username: user, password: password, database: database, tls: tls)
         }
     }
 }

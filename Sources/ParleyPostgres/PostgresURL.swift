@@ -53,6 +53,21 @@ struct PostgresURL: CustomStringConvertible {
             host: host, port: port, username: user, password: password, database: database, tls: tls)
     }
 
+    /// The same server, user, database and TLS mode as `clientConfiguration`, for one
+    /// connection outside the pool.
+    var connectionConfiguration: PostgresConnection.Configuration {
+        get throws {
+            let tls: PostgresConnection.Configuration.TLS =
+                switch sslMode {
+                case "disable": .disable
+                case "require": .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+                default: .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+                }
+            return PostgresConnection.Configuration(
+                host: host, port: port, username: user, password: password, database: database, tls: tls)
+        }
+    }
+
     var description: String { "postgres://\(user)@\(host):\(port)/\(database)" }
 
     /// For error messages: the URL without its password.

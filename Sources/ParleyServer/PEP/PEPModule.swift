@@ -148,7 +148,7 @@ public struct PEPModule: ServerModule {
                 configuration = try configuration.applying(form.fields, serverMaxItems: service.limits.maxItemsPerNode)
             }
             let given = action[attribute: "node"].flatMap { $0.isEmpty ? nil : $0 }
-            let node = given ?? PEPService.newItemID()
+            let node = given ?? TimeOrderedUUID.make()
             let chosen = configuration
             try await service.serialized(request.to) { try await service.create(node, of: username, configuration: chosen) }
             // §8.1.2: an instant node's name comes back; a named one needs no payload.

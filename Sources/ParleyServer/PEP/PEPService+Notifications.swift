@@ -82,7 +82,7 @@ extension PEPService {
         let template = XMLStanzaTemplate(
             XMLElement("message", namespace: XMLNamespace.client, ["from": owner.description, "type": "headline"], [event]),
             context: .clientStream)
-        let idPrefix = Self.newItemID() + "-"
+        let idPrefix = TimeOrderedUUID.make() + "-"
         let batch = DeliveryBatch()
         for (index, session) in recipients.enumerated() {
             let message = template.instance([XMLAttribute("to", session.jidString), XMLAttribute("id", idPrefix + String(index))])

@@ -110,7 +110,7 @@ public final class PEPService: Sendable {
                     .notAcceptable, "payload-too-big",
                     text: "An item payload may be at most \(limits.maxPayloadBytes) bytes; this one is \(text.utf8.count).")
             }
-            return PEPItem(id: id ?? Self.newItemID(), payload: text, publisher: owner.bare.description)
+            return PEPItem(id: id ?? TimeOrderedUUID.make(), payload: text, publisher: owner.bare.description)
         }
         let maxItems = limits.maxItemsPerNode
         return try await serialized(owner) { [self] in
@@ -265,7 +265,4 @@ public final class PEPService: Sendable {
         return try result.get()
     }
 
-    /// A UUID in lower case, from OpenSSL's generator: Foundation's `UUID()` opens, reads and
-    /// closes /dev/urandom for each one.
-    static func newItemID() -> String { TimeOrderedUUID.make() }
 }
