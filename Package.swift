@@ -61,6 +61,8 @@ let package = Package(
             dependencies: [
                 "ParleyCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API, for the archive writer's inserts (SQLiteRowInsert).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]),
         // The PostgreSQL backend of the store protocols; ParleyStorage never imports it.
         .target(

@@ -48,34 +48,51 @@ extension SQLiteStorage: ArchiveStore {
                     AND EXISTS (SELECT 1 FROM archive_entries WHERE account_id = ? AND id = archive_bodies.id)
                 """)
         var owners: [(account: Int64, with: String)] = []
+        // The entries are read in place, field by field: a copy of an `ArchiveEntry` retains
+        // (and releases again) its eleven strings.
         for run in entries.sharedBodyRuns() {
-            let message = entries[run.lowerBound]
+            let first = run.lowerBound
             owners.removeAll(keepingCapacity: true)
-            let fromBare = Self.bare(message.from)
-            for entry in entries[run] {
-                let cached = try accounts[entry.owner] ?? Self.accountID(of: entry.owner, in: db)
-                accounts[entry.owner] = cached
+            let fromBare = Self.bare(entries[first].from)
+            for index in run {
+                let owner = entries[index].owner
+                let cached = try accounts[owner] ?? Self.accountID(of: owner, in: db)
+                accounts[owner] = cached
                 guard let accountID = cached else { continue }
-                if let target = entry.retracts {
-                    let arguments: StatementArguments = [Self.milliseconds(entry.archivedAt), target, fromBare, accountID]
+                if let target = entries[index].retracts {
+                    let arguments: StatementArguments = [Self.milliseconds(entries[index].archivedAt), target, fromBare, accountID]
                     try retractByStanzaID.execute(arguments: arguments)
                     try retractByOriginID.execute(arguments: arguments)
                 }
                 if preferences[accountID] == nil { preferences[accountID] = try Self.preferences(of: accountID, in: db) }
-                guard try Self.shouldArchive(with: entry.with, preferences: preferences[accountID]!, accountID: accountID, in: db)
+                let with = entries[index].with
+                guard try Self.shouldArchive(with: with, preferences: preferences[accountID]!, accountID: accountID, in: db)
                 else { continue }
-                owners.append((accountID, entry.with))
+                owners.append((accountID, with))
             }
             guard !owners.isEmpty else { continue }
-            lastArchivedAt = max(lastArchivedAt, Self.milliseconds(message.archivedAt))
-            try insertBody.execute(arguments: [
-                owners.count, fromBare, message.from, message.to, message.stanzaID, message.originID, message.messageID,
-                message.messageType, message.stanza, lastArchivedAt,
-            ])
+            lastArchivedAt = max(lastArchivedAt, Self.milliseconds(entries[first].archivedAt))
+            var body = SQLiteRowInsert(insertBody)
+            body.bind(Int64(owners.count))
+            body.bind(fromBare)
+            body.bind(entries[first].from)
+            body.bind(entries[first].to)
+            body.bind(entries[first].stanzaID)
+            body.bind(entries[first].originID)
+            body.bind(entries[first].messageID)
+            body.bind(entries[first].messageType)
+            body.bind(entries[first].stanza)
+            body.bind(lastArchivedAt)
+            try body.execute(in: db)
             let position = db.lastInsertedRowID
-            let hasOriginID: Int? = message.originID == nil ? nil : 1
+            let hasOriginID: Int64? = entries[first].originID == nil ? nil : 1
+            var entry = SQLiteRowInsert(insertEntry)
             for owner in owners {
-                try insertEntry.execute(arguments: [owner.account, position, owner.with, hasOriginID])
+                entry.bind(owner.account)
+                entry.bind(position)
+                entry.bind(owner.with)
+                entry.bind(hasOriginID)
+                try entry.execute(in: db)
                 touched.insert(owner.account)
             }
         }
@@ -294,7 +311,7 @@ extension SQLiteStorage: ArchiveStore {
     }
 
     static func bare(_ jid: String) -> String {
-        jid.firstIndex(of: "/").map { String(jid[..<$0]) } ?? jid
+        jid.utf8.firstIndex(of: UInt8(ascii: "/")).map { String(jid[..<$0]) } ?? jid
     }
 
     static func milliseconds(_ date: Date) -> Int64 {
