@@ -14,7 +14,7 @@ protocol Benchmark {
 let benchmarks: [any Benchmark.Type] = [
     ParserBenchmark.self, LoginBenchmark.self, MessageBenchmark.self, OfflineBenchmark.self, PEPBenchmark.self, RosterBenchmark.self,
     MUCBenchmark.self,
-    UploadBenchmark.self, SeedUsersCommand.self,
+    UploadBenchmark.self, ArchiveStoreBenchmark.self, SeedUsersCommand.self,
 ]
 
 struct UsageError: Error, CustomStringConvertible {
