@@ -77,4 +77,15 @@ import Testing
         #expect(a.count == 32 && a != b)
         #expect(try SecureRandom.bytes(0).isEmpty)
     }
+
+    /// The words come from a pool refilled every 256 calls: across several refills, every
+    /// pair differs from every other (a refill that failed or repeated would show).
+    @Test func twoWordsDifferAcrossRefillsOfThePool() throws {
+        var seen = Set<[UInt64]>()
+        for _ in 0..<1000 {
+            let words = try #require(SecureRandom.twoWords())
+            seen.insert([words.0, words.1])
+        }
+        #expect(seen.count == 1000)
+    }
 }
