@@ -269,9 +269,13 @@ extension XMLElement: CustomStringConvertible {
     public var description: String { xmlString() }
 
     public func xmlString(context: XMLNamespaceContext = .init()) -> String {
-        var output = ""
+        // Bytes first, one String at the end: a String sink makes a String of each fragment
+        // (a name, an attribute value, a `'`) and appends it, which cost the archive's copy
+        // of each message 6 % of the server's CPU (bench/README.md, issue 17, "Ninth round").
+        var output: [UInt8] = []
+        output.reserveCapacity(256)
         XMLSerializer.write(self, to: &output, context: context)
-        return output
+        return String(decoding: output, as: UTF8.self)
     }
 
     public func xmlBytes(context: XMLNamespaceContext = .init()) -> [UInt8] {
