@@ -116,8 +116,11 @@ final class OfflineGroupCommit: @unchecked Sendable {
         var accountIDs: [String: Int64?] = [:]
         // Messages each account holds, counting those stored earlier in this batch.
         var counts: [Int64: Int] = [:]
-        let insert = try db.cachedStatement(
-            sql: "INSERT INTO offline_messages (account_id, stanza, stored_at) VALUES (?, ?, ?)")
+        var insert = SQLiteRowInsert(
+            try db.cachedStatement(sql: "INSERT INTO offline_messages (account_id, stanza, stored_at) VALUES (?, ?, ?)"))
+        // As GRDB stores a Date, made once: its DateFormatter per row was most of a stored
+        // message's cost on this thread outside SQLite (bench/README.md, issue 17).
+        let storedAt = String.fromDatabaseValue(date.databaseValue)
         let count = try db.cachedStatement(sql: "SELECT COUNT(*) FROM offline_messages WHERE account_id = ?")
 
         return try batch.map { request -> Result<Int64, any Error> in
@@ -146,7 +149,10 @@ final class OfflineGroupCommit: @unchecked Sendable {
                     counts[accountID] = stored
                     return .failure(StorageError.quotaExceeded(limit: quota))
                 }
-                try insert.execute(arguments: [accountID, stanza, date])
+                insert.bind(accountID)
+                insert.bind(stanza)
+                insert.bind(storedAt)
+                try insert.execute(in: db)
                 counts[accountID] = stored + 1
                 return .success(db.lastInsertedRowID)
 
