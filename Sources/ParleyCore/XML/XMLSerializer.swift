@@ -270,8 +270,8 @@ extension XMLElement: CustomStringConvertible {
 
     public func xmlString(context: XMLNamespaceContext = .init()) -> String {
         // Bytes first, one String at the end: a String sink makes a String of each fragment
-        // (a name, an attribute value, a `'`) and appends it, which cost the archive's copy
-        // of each message 6 % of the server's CPU (bench/README.md, issue 17, "Ninth round").
+        // (a name, an attribute value, a `'`) and appends it; for the archive's copy of each
+        // message that was 4 % of the server's CPU (bench/README.md, issue 17, "Ninth round").
         var output: [UInt8] = []
         output.reserveCapacity(256)
         XMLSerializer.write(self, to: &output, context: context)

@@ -5,9 +5,9 @@ import GRDBSQLite
 /// SQLite's C API. GRDB's `execute(arguments:)` boxes every value (a `StatementArguments`
 /// of `DatabaseValue`s), validates them against the statement, nests a closure per string
 /// and runs its observation hooks before and after: for the archive's rows (a body and two
-/// entries per message) that was as much CPU on the writer thread as SQLite's own inserts
-/// took (bench/README.md, issue 17, "Ninth round"). Only for statements GRDB need not see
-/// run: INSERTs inside a transaction it opened, on a connection with no observers.
+/// entries per message) that was half as much CPU again as SQLite's own inserts took
+/// (bench/README.md, issue 17, "Ninth round"). Only for statements GRDB need not see run:
+/// INSERTs inside a transaction it opened, on a connection with no observers.
 struct SQLiteRowInsert {
     private let statement: Statement
     private var parameter: CInt = 0
