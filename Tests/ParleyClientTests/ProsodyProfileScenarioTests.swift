@@ -224,6 +224,13 @@ import Testing
         await judy.disconnect()
         try await judy.connect()
         try await judy.settle()
+        // The new session's own start-up traffic (roster, carbons, the archive catch-up, in
+        // tasks of their own) makes Prosody flush and stay active for a moment, as above:
+        // wait it out. Each catch-up waits for the one before it, so the second one here
+        // ends after the session's own, even if that one started after the first.
+        try await judy.synchronize()
+        try await judy.synchronize()
+        try await judy.settle()
         try await Task.sleep(for: .milliseconds(500))
         await kim.setStatus(.away, text: "back soon")
         try await kim.settle()
