@@ -41,6 +41,7 @@ bench: deps
 	$(SWIFT) build -c release --product ParleyBench
 	$(SWIFT) build -c release --product parleyd
 	.build/release/ParleyBench parser
+	.build/release/ParleyBench archive
 	bench/login.sh
 	bench/messages.sh
 	MODE=defaults bench/messages.sh
