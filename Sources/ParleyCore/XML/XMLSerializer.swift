@@ -1,17 +1,14 @@
-/// Where serialized XML goes: a `[UInt8]`, a `String`, or (in ParleyStream) a NIO `ByteBuffer`,
-/// so outgoing stanzas are written straight into the socket's buffer.
+/// Where serialized XML goes: a `[UInt8]`, or (in ParleyStream) a NIO `ByteBuffer`, so outgoing
+/// stanzas are written straight into the socket's buffer. Not a `String`: appending each
+/// fragment (a name, an attribute value, a `'`) to one made a String of each; `xmlString()`
+/// writes bytes and decodes them once (for the archive's copy of each message that was 4 % of
+/// the server's CPU, bench/README.md, issue 17, "Ninth round").
 public protocol XMLByteSink {
     mutating func writeUTF8(_ bytes: UnsafeRawBufferPointer)
 }
 
 extension Array: XMLByteSink where Element == UInt8 {
     public mutating func writeUTF8(_ bytes: UnsafeRawBufferPointer) { append(contentsOf: bytes) }
-}
-
-extension String: XMLByteSink {
-    public mutating func writeUTF8(_ bytes: UnsafeRawBufferPointer) {
-        append(String(decoding: bytes, as: UTF8.self))
-    }
 }
 
 /// The namespaces in force where an element is written: the default namespace (`xmlns`) and
@@ -269,17 +266,12 @@ extension XMLElement: CustomStringConvertible {
     public var description: String { xmlString() }
 
     public func xmlString(context: XMLNamespaceContext = .init()) -> String {
-        // Bytes first, one String at the end: a String sink makes a String of each fragment
-        // (a name, an attribute value, a `'`) and appends it; for the archive's copy of each
-        // message that was 4 % of the server's CPU (bench/README.md, issue 17, "Ninth round").
-        var output: [UInt8] = []
-        output.reserveCapacity(256)
-        XMLSerializer.write(self, to: &output, context: context)
-        return String(decoding: output, as: UTF8.self)
+        String(decoding: xmlBytes(context: context), as: UTF8.self)
     }
 
     public func xmlBytes(context: XMLNamespaceContext = .init()) -> [UInt8] {
         var output: [UInt8] = []
+        output.reserveCapacity(256)
         XMLSerializer.write(self, to: &output, context: context)
         return output
     }

@@ -24,14 +24,14 @@ extension SQLiteStorage: ArchiveStore {
         // moment apart, keep the newest time so far instead.
         var lastArchivedAt =
             try Int64.fetchOne(db.cachedStatement(sql: "SELECT archived_at FROM archive_bodies ORDER BY id DESC LIMIT 1")) ?? 0
-        let insertBody = try db.cachedStatement(
+        var insertBody = try SQLiteRowInsert(db.cachedStatement(
             sql: """
                 INSERT INTO archive_bodies
                     (owners, from_bare, from_jid, to_jid, stanza_id, origin_id, message_id, message_type, stanza, archived_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """)
-        let insertEntry = try db.cachedStatement(
-            sql: "INSERT INTO archive_entries (account_id, id, with_bare, has_origin_id) VALUES (?, ?, ?, ?)")
+                """))
+        var insertEntry = try SQLiteRowInsert(db.cachedStatement(
+            sql: "INSERT INTO archive_entries (account_id, id, with_bare, has_origin_id) VALUES (?, ?, ?, ?)"))
         // Two statements, not one with OR: each is served by its own index (an OR of the
         // two made SQLite walk the whole archive). A shared body is tombstoned for every
         // archive holding it, as the retraction's entries name them all.
@@ -72,27 +72,25 @@ extension SQLiteStorage: ArchiveStore {
             }
             guard !owners.isEmpty else { continue }
             lastArchivedAt = max(lastArchivedAt, Self.milliseconds(entries[first].archivedAt))
-            var body = SQLiteRowInsert(insertBody)
-            body.bind(Int64(owners.count))
-            body.bind(fromBare)
-            body.bind(entries[first].from)
-            body.bind(entries[first].to)
-            body.bind(entries[first].stanzaID)
-            body.bind(entries[first].originID)
-            body.bind(entries[first].messageID)
-            body.bind(entries[first].messageType)
-            body.bind(entries[first].stanza)
-            body.bind(lastArchivedAt)
-            try body.execute(in: db)
+            insertBody.bind(Int64(owners.count))
+            insertBody.bind(fromBare)
+            insertBody.bind(entries[first].from)
+            insertBody.bind(entries[first].to)
+            insertBody.bind(entries[first].stanzaID)
+            insertBody.bind(entries[first].originID)
+            insertBody.bind(entries[first].messageID)
+            insertBody.bind(entries[first].messageType)
+            insertBody.bind(entries[first].stanza)
+            insertBody.bind(lastArchivedAt)
+            try insertBody.execute(in: db)
             let position = db.lastInsertedRowID
             let hasOriginID: Int64? = entries[first].originID == nil ? nil : 1
-            var entry = SQLiteRowInsert(insertEntry)
             for owner in owners {
-                entry.bind(owner.account)
-                entry.bind(position)
-                entry.bind(owner.with)
-                entry.bind(hasOriginID)
-                try entry.execute(in: db)
+                insertEntry.bind(owner.account)
+                insertEntry.bind(position)
+                insertEntry.bind(owner.with)
+                insertEntry.bind(hasOriginID)
+                try insertEntry.execute(in: db)
                 touched.insert(owner.account)
             }
         }
