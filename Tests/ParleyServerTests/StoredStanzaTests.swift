@@ -17,4 +17,24 @@ import Testing
         #expect(parsed[3] == nil)
         #expect(parsed[4]?.id == "m3")
     }
+
+    /// A message serialized once for a client stream (as the archive does before delivery) is
+    /// stored as the same text as the message itself.
+    @Test func aStanzaSerializedForAClientStreamIsStoredAsTheSameText() {
+        let messages = [
+            XMLElement(
+                "message", namespace: XMLNamespace.client, ["to": "bob@localhost", "id": "q'\"<&>", "type": "chat"],
+                [XMLElement("body", text: "n° <&> \u{1F600}"), XMLElement("origin-id", namespace: XMLNamespace.stanzaID, ["id": "o1"])]),
+            XMLElement("message", ["to": "bob@localhost"], [XMLElement("received", namespace: XMLNamespace.receipts, ["id": "m1"])]),
+            XMLElement("message", namespace: XMLNamespace.client, ["to": "bob@localhost"]),
+        ]
+        for message in messages {
+            let once = message.serializedOnce(in: .clientStream)
+            #expect(StoredStanza.serialize(once) == StoredStanza.serialize(message))
+            #expect(StoredStanza.parse(StoredStanza.serialize(once)) == StoredStanza.parse(StoredStanza.serialize(message)))
+        }
+        // Serialized for another context, the kept bytes are not used.
+        let server = XMLElement("message", namespace: "jabber:server", ["to": "bob@localhost"], [XMLElement("body", text: "hi")])
+        #expect(StoredStanza.serialize(server.serializedOnce(in: .clientStream)) == StoredStanza.serialize(server))
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import ParleyCore
 import ParleyServer
 import ParleyStorage
@@ -19,13 +20,16 @@ enum ArchiveStoreBenchmark: Benchmark {
     static let summary = "SQLiteStorage.archive alone: CPU per archived message, batches as the writer makes them"
 
     static func run(arguments: [String]) throws {
-        let options = try BenchOptions(arguments, valueOptions: ["--messages", "--batch", "--pairs", "--runs", "--dir", "--max-per-user"])
+        let options = try BenchOptions(arguments, valueOptions: ["--messages", "--batch", "--pairs", "--runs", "--dir", "--max-per-user", "--sql"])
         let messages = try options.int("--messages", default: 40_000)
         let batch = max(1, try options.int("--batch", default: 2_048))
         let pairs = max(1, try options.int("--pairs", default: 50))
         let runs = max(1, try options.int("--runs", default: 3))
         let maxPerUser = try options.int("--max-per-user", default: 10_000)
         let parent = try options.string("--dir", default: "/var/tmp")
+        // Run on each fresh file after its migrations: a schema experiment (an index dropped,
+        // a pragma) measured without a build of the server.
+        let setupSQL = try options.string("--sql", default: "")
         let entries = makeEntries(messages: messages, pairs: pairs)
         // Sliced before the clock starts: the writer hands its batches on without a copy.
         let batches = stride(from: 0, to: entries.count, by: 2 * batch).map { Array(entries[$0..<min($0 + 2 * batch, entries.count)]) }
@@ -36,6 +40,9 @@ enum ArchiveStoreBenchmark: Benchmark {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let storage = try SQLiteStorage(path: directory + "/parley.sqlite")
+            if !setupSQL.isEmpty {
+                try DatabaseQueue(path: directory + "/parley.sqlite").write { try $0.execute(sql: setupSQL) }
+            }
             let keys = try AccountKeys.derive(password: "benchpass", iterations: 4096)
             let (cpu, wall) = try blocking {
                 for index in 1...(2 * pairs) { try await storage.createAccount(username: "user\(index)", keys: keys) }

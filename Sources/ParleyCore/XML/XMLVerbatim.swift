@@ -18,6 +18,14 @@ final class XMLVerbatim: Sendable {
         XMLSerializer.write(element, to: &bytes, context: context)
         self.bytes = bytes
     }
+
+    /// `element` with bytes already known to be its serialization in this context.
+    init(_ element: XMLElement, bytes: [UInt8], defaultNamespace: String?, prefixes: [String: String]) {
+        self.element = element
+        self.bytes = bytes
+        self.defaultNamespace = defaultNamespace
+        self.prefixes = prefixes
+    }
 }
 
 extension XMLElement {
@@ -28,5 +36,47 @@ extension XMLElement {
         var copy = self
         copy.content = .verbatim(XMLVerbatim(self, context: context))
         return copy
+    }
+
+    /// The bytes `serializedOnce(in:)` made, when this element has them for `context`.
+    public func serializedBytes(in context: XMLNamespaceContext) -> [UInt8]? {
+        guard case .verbatim(let verbatim) = content, verbatim.defaultNamespace == context.defaultNamespace,
+            verbatim.prefixes == context.prefixes
+        else { return nil }
+        return verbatim.bytes
+    }
+
+    /// This element with `child` appended, still serialized once: the child is written into
+    /// the kept bytes before the end tag. A message gets the recipient's stanza-id after the
+    /// archive serialized it, and its delivery then writes bytes instead of the tree again
+    /// (which cost as much as the rest of the delivery). Without kept bytes, or when they do
+    /// not end in a plain end tag of this element, it is a plain `append`.
+    public func appendingKeepingSerialization(_ child: XMLElement) -> XMLElement {
+        var result = self
+        guard case .verbatim(let verbatim) = content,
+            // Declaring a namespace of its own would make it the children's default.
+            namespace == nil || namespace == verbatim.defaultNamespace
+        else {
+            result.append(child)
+            return result
+        }
+        let endTag = Array("</\(name)>".utf8)
+        var element = verbatim.element
+        element.append(child)
+        guard verbatim.bytes.count > endTag.count, verbatim.bytes.suffix(endTag.count).elementsEqual(endTag),
+            case .element(let appended)? = element.children.last
+        else {
+            result.append(child)
+            return result
+        }
+        var bytes = Array(verbatim.bytes.dropLast(endTag.count))
+        bytes.reserveCapacity(verbatim.bytes.count + 128)
+        XMLSerializer.write(
+            appended, to: &bytes,
+            context: XMLNamespaceContext(defaultNamespace: verbatim.defaultNamespace, prefixes: verbatim.prefixes))
+        bytes.append(contentsOf: endTag)
+        result.content = .verbatim(
+            XMLVerbatim(element, bytes: bytes, defaultNamespace: verbatim.defaultNamespace, prefixes: verbatim.prefixes))
+        return result
     }
 }

@@ -87,10 +87,11 @@ public final class ArchiveModule: ServerModule, Sendable {
         let recipientArchive = recipient.bare.description
         var clean = message
         // XEP-0359 §3.3: a stanza-id claiming to come from one of these archives was forged.
-        clean.removeChildren {
-            $0.name == "stanza-id" && $0.namespace == XMLNamespace.stanzaID
-                && ($0[attribute: "by"] == senderArchive || $0[attribute: "by"] == recipientArchive)
+        func forged(_ child: XMLElement) -> Bool {
+            child.name == "stanza-id" && child.namespace == XMLNamespace.stanzaID
+                && (child[attribute: "by"] == senderArchive || child[attribute: "by"] == recipientArchive)
         }
+        if clean.elements.contains(where: forged) { clean.removeChildren(where: forged) }
         // Only local accounts have archives here: a private message through a hosted
         // service (a room's occupant JID on the other side) is kept on the account's side.
         let senderUser = sender.domainpart == domain.domainpart ? sender.localpart : nil
@@ -99,9 +100,11 @@ public final class ArchiveModule: ServerModule, Sendable {
             return RoutedMessage(forRecipient: clean, forSender: clean)
         }
         let id = TimeOrderedUUID.make()
+        // One serialization serves the archive's text and the recipient's copy (which the
+        // recipient's stream then writes as bytes): the stanza-id goes into the kept bytes.
+        let serialized = clean.serializedOnce(in: .clientStream)
         let recipientStanzaID = XMLElement("stanza-id", namespace: XMLNamespace.stanzaID, ["id": id, "by": recipientArchive])
-        var forRecipient = clean
-        forRecipient.append(recipientStanzaID)
+        let forRecipient = serialized.appendingKeepingSerialization(recipientStanzaID)
         let senderStanzaID = XMLElement("stanza-id", namespace: XMLNamespace.stanzaID, ["id": id, "by": senderArchive])
         var forSender = clean
         forSender.append(senderStanzaID)
@@ -116,7 +119,7 @@ public final class ArchiveModule: ServerModule, Sendable {
         // Both archive copies store the message once serialized, without their stanza-ids
         // (the only difference between them, added back when a query reads them): one
         // serialization on the event loop, and one shared row in the store (v20_perf_archive).
-        let text = StoredStanza.serialize(clean)
+        let text = StoredStanza.serialize(serialized)
         var entries: [ArchiveEntry] = []
         if let senderUser {
             entries.append(

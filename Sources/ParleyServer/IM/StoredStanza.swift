@@ -4,6 +4,24 @@ import ParleyCore
 /// the `jabber:client` namespace, and read back with the same parser as the network.
 public enum StoredStanza {
     public static func serialize(_ stanza: XMLElement) -> String {
+        // Serialized once for a client stream (a message on its way to its recipient), the
+        // stanza lacks only its namespace declaration, which goes in after its name.
+        if stanza.namespace == nil || stanza.namespace == XMLNamespace.client,
+            let bytes = stanza.serializedBytes(in: .clientStream)
+        {
+            let name = Array(stanza.name.utf8)
+            let afterName = 1 + name.count
+            if bytes.count > afterName, bytes[0] == UInt8(ascii: "<"), bytes[1..<afterName].elementsEqual(name),
+                [UInt8(ascii: " "), UInt8(ascii: ">"), UInt8(ascii: "/")].contains(bytes[afterName])
+            {
+                var text: [UInt8] = []
+                text.reserveCapacity(bytes.count + namespaceDeclaration.count)
+                text.append(contentsOf: bytes[..<afterName])
+                text.append(contentsOf: namespaceDeclaration)
+                text.append(contentsOf: bytes[afterName...])
+                return String(decoding: text, as: UTF8.self)
+            }
+        }
         var element = stanza
         if element.namespace == nil { element.namespace = XMLNamespace.client }
         return element.xmlString()
@@ -31,6 +49,8 @@ public enum StoredStanza {
         }
         return results
     }
+
+    private static let namespaceDeclaration = Array(" xmlns='\(XMLNamespace.client)'".utf8)
 
     private static let header = "<stream:stream xmlns='jabber:client' xmlns:stream='\(XMLNamespace.streams)'>"
 
