@@ -20,7 +20,7 @@ enum ArchiveStoreBenchmark: Benchmark {
     static let summary = "SQLiteStorage.archive alone: CPU per archived message, batches as the writer makes them"
 
     static func run(arguments: [String]) throws {
-        let options = try BenchOptions(arguments, valueOptions: ["--messages", "--batch", "--pairs", "--runs", "--dir", "--max-per-user", "--sql"])
+        let options = try BenchOptions(arguments, valueOptions: ["--messages", "--batch", "--pairs", "--runs", "--dir", "--max-per-user", "--sql"], flagOptions: ["--origin-ids"])
         let messages = try options.int("--messages", default: 40_000)
         let batch = max(1, try options.int("--batch", default: 2_048))
         let pairs = max(1, try options.int("--pairs", default: 50))
@@ -30,10 +30,12 @@ enum ArchiveStoreBenchmark: Benchmark {
         // Run on each fresh file after its migrations: a schema experiment (an index dropped,
         // a pragma) measured without a build of the server.
         let setupSQL = try options.string("--sql", default: "")
-        let entries = makeEntries(messages: messages, pairs: pairs)
+        // Real clients (Conversations, Dino, Gajim, Monal) put an XEP-0359 origin-id, a random
+        // UUID, on every message they send.
+        let entries = makeEntries(messages: messages, pairs: pairs, originIDs: options.flag("--origin-ids"))
         // Sliced before the clock starts: the writer hands its batches on without a copy.
         let batches = stride(from: 0, to: entries.count, by: 2 * batch).map { Array(entries[$0..<min($0 + 2 * batch, entries.count)]) }
-        print("archive: \(messages) messages (\(entries.count) entries), \(batch) messages per batch, \(pairs) pairs, \(runs) runs")
+        print("archive: \(messages) messages (\(entries.count) entries), \(batch) messages per batch, \(pairs) pairs, \(runs) runs\(options.flag("--origin-ids") ? ", origin-ids" : "")")
         var perMessage: [Double] = []
         for run in 1...runs {
             let directory = parent + "/parley-archive-bench-\(getpid())-\(run)"
@@ -66,7 +68,7 @@ enum ArchiveStoreBenchmark: Benchmark {
 
     /// What `ArchiveModule.stamp` queues for a chat message between user(2k-1) and user(2k):
     /// one entry for each party, the same text and ids.
-    private static func makeEntries(messages: Int, pairs: Int) -> [ArchiveEntry] {
+    private static func makeEntries(messages: Int, pairs: Int, originIDs: Bool) -> [ArchiveEntry] {
         var entries: [ArchiveEntry] = []
         entries.reserveCapacity(2 * messages)
         let start = Date()
@@ -78,10 +80,11 @@ enum ArchiveStoreBenchmark: Benchmark {
             let stanza = "<message xmlns='jabber:client' from='\(from)' to='\(to)' type='chat' id='m\(index)'><body>\(index) \(String(repeating: "x", count: 70))</body></message>"
             let at = start.addingTimeInterval(Double(index) / 10_000)
             let id = TimeOrderedUUID.make(now: at)
+            let originID = originIDs ? UUID().uuidString.lowercased() : nil
             for (owner, with) in [("user\(sender)", "user\(recipient)@localhost"), ("user\(recipient)", "user\(sender)@localhost")] {
                 entries.append(
                     ArchiveEntry(
-                        owner: owner, with: with, from: from, to: to, stanzaID: id, originID: nil, messageID: "m\(index)",
+                        owner: owner, with: with, from: from, to: to, stanzaID: id, originID: originID, messageID: "m\(index)",
                         messageType: "chat", stanza: stanza, archivedAt: at))
             }
         }
