@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import Testing
 
 @testable import ParleyStorage
@@ -53,6 +54,25 @@ import Testing
             insert.bind(8)
             try insert.execute(in: db)
             #expect(try String.fetchAll(db, sql: "SELECT name FROM t ORDER BY rowid") == ["first", "second"])
+        }
+    }
+
+    /// A value SQLite refuses to bind (here a text over the connection's length limit) fails
+    /// that row like a refused row, instead of stopping the process, and the next row goes in.
+    @Test func aValueSQLiteRefusesToBindFailsOnlyItsRow() throws {
+        try withTable { db in
+            sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_LENGTH, 100)
+            var insert = SQLiteRowInsert(try db.cachedStatement(sql: "INSERT INTO t (name, note, number) VALUES (?, ?, ?)"))
+            insert.bind(String(repeating: "x", count: 1000))
+            insert.bind(nil as String?)
+            insert.bind(1)
+            let error = try #require(throws: DatabaseError.self) { try insert.execute(in: db) }
+            #expect(error.resultCode == .SQLITE_TOOBIG)
+            insert.bind("short")
+            insert.bind(nil as String?)
+            insert.bind(2)
+            try insert.execute(in: db)
+            #expect(try String.fetchAll(db, sql: "SELECT name FROM t ORDER BY rowid") == ["short"])
         }
     }
 }

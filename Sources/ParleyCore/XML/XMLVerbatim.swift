@@ -60,17 +60,24 @@ extension XMLElement {
             result.append(child)
             return result
         }
-        let endTag = Array("</\(name)>".utf8)
-        var element = verbatim.element
-        element.append(child)
-        guard verbatim.bytes.count > endTag.count, verbatim.bytes.suffix(endTag.count).elementsEqual(endTag),
-            case .element(let appended)? = element.children.last
+        let kept = verbatim.bytes
+        // `</name>`: the end tag of an element written without a prefix.
+        let endTag = kept.suffix(name.utf8.count + 3)
+        guard kept.count > endTag.count, endTag.starts(with: "</".utf8), endTag.dropFirst(2).dropLast().elementsEqual(name.utf8),
+            endTag.last == UInt8(ascii: ">")
         else {
             result.append(child)
             return result
         }
-        var bytes = Array(verbatim.bytes.dropLast(endTag.count))
-        bytes.reserveCapacity(verbatim.bytes.count + 128)
+        var element = verbatim.element
+        element.append(child)
+        guard case .element(let appended)? = element.children.last else {
+            result.append(child)
+            return result
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(kept.count + 128)
+        bytes.append(contentsOf: kept[..<endTag.startIndex])
         XMLSerializer.write(
             appended, to: &bytes,
             context: XMLNamespaceContext(defaultNamespace: verbatim.defaultNamespace, prefixes: verbatim.prefixes))

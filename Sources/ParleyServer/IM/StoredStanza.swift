@@ -9,10 +9,9 @@ public enum StoredStanza {
         if stanza.namespace == nil || stanza.namespace == XMLNamespace.client,
             let bytes = stanza.serializedBytes(in: .clientStream)
         {
-            let name = Array(stanza.name.utf8)
-            let afterName = 1 + name.count
-            if bytes.count > afterName, bytes[0] == UInt8(ascii: "<"), bytes[1..<afterName].elementsEqual(name),
-                [UInt8(ascii: " "), UInt8(ascii: ">"), UInt8(ascii: "/")].contains(bytes[afterName])
+            let afterName = 1 + stanza.name.utf8.count
+            if bytes.count > afterName, bytes[0] == UInt8(ascii: "<"), bytes[1..<afterName].elementsEqual(stanza.name.utf8),
+                bytes[afterName] == UInt8(ascii: " ") || bytes[afterName] == UInt8(ascii: ">") || bytes[afterName] == UInt8(ascii: "/")
             {
                 var text: [UInt8] = []
                 text.reserveCapacity(bytes.count + namespaceDeclaration.count)

@@ -11,6 +11,10 @@ import GRDBSQLite
 struct SQLiteRowInsert {
     private let statement: Statement
     private var parameter: CInt = 0
+    /// The first value SQLite refused since the last run (a text over its length limit, no
+    /// memory): thrown by `execute` as the row's error, like a refused row, rather than
+    /// stopping the server on the writer's thread.
+    private var bindFailure: CInt = SQLITE_OK
 
     init(_ statement: Statement) {
         self.statement = statement
@@ -32,7 +36,7 @@ struct SQLiteRowInsert {
                 return sqlite3_bind_text(handle, index, start, CInt(text.count), Self.transient)
             }
         }
-        precondition(code == SQLITE_OK, "sqlite3_bind_text: \(code)")
+        noteBound(code)
     }
 
     mutating func bind(_ value: Int64?) {
@@ -40,7 +44,7 @@ struct SQLiteRowInsert {
         let handle = statement.sqliteStatement
         let index = parameter
         let code = value.map { sqlite3_bind_int64(handle, index, $0) } ?? sqlite3_bind_null(handle, index)
-        precondition(code == SQLITE_OK, "sqlite3_bind_int64: \(code)")
+        noteBound(code)
     }
 
     /// Runs the statement with the values bound since the last run, and makes it ready for
@@ -50,6 +54,13 @@ struct SQLiteRowInsert {
         let handle = statement.sqliteStatement
         precondition(parameter == sqlite3_bind_parameter_count(handle), "\(parameter) values bound for: \(statement.sql)")
         parameter = 0
+        let refused = bindFailure
+        bindFailure = SQLITE_OK
+        guard refused == SQLITE_OK else {
+            let message = String(cString: sqlite3_errstr(refused))
+            sqlite3_clear_bindings(handle)
+            throw DatabaseError(resultCode: ResultCode(rawValue: refused), message: message, sql: statement.sql)
+        }
         let code = sqlite3_step(handle)
         guard code == SQLITE_DONE else {
             let message = db.lastErrorMessage
@@ -57,6 +68,10 @@ struct SQLiteRowInsert {
             throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: statement.sql)
         }
         sqlite3_reset(handle)
+    }
+
+    private mutating func noteBound(_ code: CInt) {
+        if code != SQLITE_OK, bindFailure == SQLITE_OK { bindFailure = code }
     }
 
     private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
