@@ -36,4 +36,33 @@ import Testing
         #expect(ran.withLockedValue { $0[0].count + $0[1].count } == 200)
         try await group.shutdownGracefully()
     }
+
+    /// Submitted on one of its loops, the batch hands the other loops their work before it
+    /// runs its own: a room's fan-out goes out on both loops side by side, not one half after
+    /// the other.
+    @Test func submittedOnALoopTheOtherLoopsStartBeforeItsOwnWorkEnds() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let loops = [group.next(), group.next()]
+        #expect(loops[0] !== loops[1])
+        let otherStarted = ConditionLock(value: false)
+        let sawOther = try await loops[0].submit { () -> Bool in
+            let batch = DeliveryBatch()
+            let result = NIOLockedValueBox(false)
+            batch.add(on: loops[0]) {
+                // Waits (bounded) for the other loop's work: it only comes if it was handed
+                // over before this runs.
+                let started = otherStarted.lock(whenValue: true, timeoutSeconds: 5)
+                if started { otherStarted.unlock() }
+                result.withLockedValue { $0 = started }
+            }
+            batch.add(on: loops[1]) {
+                otherStarted.lock()
+                otherStarted.unlock(withValue: true)
+            }
+            batch.submit()
+            return result.withLockedValue { $0 }
+        }.get()
+        #expect(sawOther)
+        try await group.shutdownGracefully()
+    }
 }

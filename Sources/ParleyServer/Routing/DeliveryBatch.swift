@@ -7,8 +7,8 @@ import NIOCore
 /// per stanza: with hundreds of recipients, those tasks (and the flushes they schedule, each
 /// its own task) were a large part of a notification's cost.
 ///
-/// On its loop, the batch writes every session's stanzas first and flushes each session once
-/// at the end, in the same task: a flush scheduled as a task of its own per session cost a
+/// On its loop, the batch writes each session's stanzas and flushes the session once, after
+/// its last one, in the same task: a flush scheduled as a task of its own per session cost a
 /// task, a closure and a lock on the loop's queue for every recipient.
 ///
 /// The caller submits before it routes anything else, so nothing it sends later overtakes
@@ -46,31 +46,42 @@ public final class DeliveryBatch {
     public func submit() {
         let groups = self.groups
         self.groups = []
+        // The other loops get their share before this one writes its own: run first, this
+        // loop's half of a room's fan-out held the other half back for as long as it took
+        // (a hundred copies written one after another instead of two halves side by side).
+        var local: [Work]?
         for (loop, work) in groups {
             if loop.inEventLoop {
-                Self.run(work)
+                local = work
             } else {
                 loop.execute { Self.run(work) }
             }
         }
+        if let local { Self.run(local) }
     }
 
-    /// On the loop: every delivery, then one flush per session written to.
+    /// On the loop: every delivery in order, each session flushed once, right after its last
+    /// stanza in the work. A room's message is one stanza per session, so each copy leaves as
+    /// soon as it is written instead of after every other session's; several messages
+    /// gathered in one batch (a busy room) still cost each session one flush.
     private static func run(_ work: [Work]) {
-        var written: [C2SSessionHandler] = []
-        for item in work {
+        var lastStanza: [ObjectIdentifier: Int] = [:]
+        if work.count > 1 {
+            lastStanza.reserveCapacity(work.count)
+            for (index, item) in work.enumerated() {
+                if case .session(let bound, _) = item { lastStanza[ObjectIdentifier(bound.value)] = index }
+            }
+        }
+        for (index, item) in work.enumerated() {
             switch item {
             case .closure(let body):
                 body()
             case .session(let bound, let delivery):
                 let handler = bound.value
-                if !handler.flushDeferred {
-                    handler.flushDeferred = true
-                    written.append(handler)
-                }
+                handler.flushDeferred = true
                 handler.receive(delivery)
+                if work.count == 1 || lastStanza[ObjectIdentifier(handler)] == index { handler.flushDeferredWrites() }
             }
         }
-        for handler in written { handler.flushDeferredWrites() }
     }
 }
