@@ -120,7 +120,9 @@ enum MUCBenchmark: Benchmark {
                 "\(label) \(what): \(result.sent) sent (\(format(result.messageRate, 1))/s), "
                     + "\(result.delivered)/\(result.expected) deliveries in \(format(result.seconds, 2)) s = "
                     + "\(format(result.rate, 0))/s, latency p50 \(format(result.latency.p50, 3)) ms, "
-                    + "p99 \(format(result.latency.p99, 3)) ms, max \(format(result.latency.max, 3)) ms; lost \(result.lost), "
+                    + "p99 \(format(result.latency.p99, 3)) ms, max \(format(result.latency.max, 3)) ms "
+                    + "(per message: first copy p50 \(format(result.firstArrival.p50, 3)) ms, last copy p50 "
+                    + "\(format(result.lastArrival.p50, 3)) p99 \(format(result.lastArrival.p99, 3)) ms); lost \(result.lost), "
                     + "dup \(result.duplicates), stray \(result.stray), errors \(result.errors)"
                     + (result.firstError.map { " (\($0))" } ?? "")
                     + (result.cpuSeconds.map { ", server CPU \(format($0, 3)) s = \(format(result.cpuMicroseconds, 2)) µs/delivery" }
@@ -194,6 +196,9 @@ final class MUCRun: Sendable {
         var seconds = 0.0
         var messageRate = 0.0
         var latency = LatencySummary([])
+        /// Per message: when its first copy arrived, and its last (the whole fan-out).
+        var firstArrival = LatencySummary([])
+        var lastArrival = LatencySummary([])
         var cpuSeconds: Double?
         var clientCPUSeconds = 0.0
 
@@ -367,6 +372,7 @@ final class MUCRun: Sendable {
         result.sent = sent.reduce(0) { $0 + $1.sent }
         result.expected = result.sent * occupants.count
         var samples: [Int64] = []
+        var spread: [Int: (first: Int64, last: Int64)] = [:]
         var last = start
         for (occupant, stat) in zip(occupants, stats) {
             let seen = try! occupant.loop.submit { occupant.seen }.wait()
@@ -380,8 +386,15 @@ final class MUCRun: Sendable {
                 result.lost += (0..<count).filter { $0 >= got.count || !got[$0] }.count
             }
             last = max(last, stat.lastReceived)
-            samples += try! occupant.loop.submit { occupant.takeLatencies() }.wait()
+            let taken = try! occupant.loop.submit { occupant.takeLatencies() }.wait()
+            samples += taken.latencies
+            for (latency, message) in zip(taken.latencies, taken.messages) {
+                spread[message, default: (.max, .min)].first = min(spread[message, default: (.max, .min)].first, latency)
+                spread[message, default: (.max, .min)].last = max(spread[message, default: (.max, .min)].last, latency)
+            }
         }
+        result.firstArrival = LatencySummary(spread.values.map(\.first))
+        result.lastArrival = LatencySummary(spread.values.map(\.last))
         result.seconds = Double(((result.delivered > 0 ? last : drainEnd) - start).nanoseconds) / 1e9
         result.messageRate = result.seconds > 0 ? Double(result.sent) / result.seconds : 0
         result.latency = LatencySummary(samples)

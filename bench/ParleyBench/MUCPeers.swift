@@ -68,6 +68,9 @@ final class MUCBenchOccupant: @unchecked Sendable {
     private(set) var seen: [[Bool]]
     private var bases: [Int]
     private var latencies: [Int64] = []
+    /// Which message each latency is for (sender slot in the high half, sequence index in the
+    /// low): the spread of one message's arrivals over the occupants.
+    private var latencyKeys: [Int] = []
     private var nextSequence = 0
     private var window = 0
     private var phaseEnd = NIODeadline.now()
@@ -113,12 +116,16 @@ final class MUCBenchOccupant: @unchecked Sendable {
         stats = Stats()
         sent = Sent()
         latencies = []
+        latencyKeys = []
         window = 0
     }
 
-    func takeLatencies() -> [Int64] {
-        defer { latencies = [] }
-        return latencies
+    func takeLatencies() -> (latencies: [Int64], messages: [Int]) {
+        defer {
+            latencies = []
+            latencyKeys = []
+        }
+        return (latencies, latencyKeys)
     }
 
     /// Keeps `window` of its messages unanswered (not yet back from the room) until `end`.
@@ -215,6 +222,7 @@ final class MUCBenchOccupant: @unchecked Sendable {
         stats.received += 1
         stats.lastReceived = now
         latencies.append(Int64(now.uptimeNanoseconds &- sentAt))
+        latencyKeys.append(slot << 32 | index)
         guard slot == senderSlot else { return }
         sent.reflected += 1
         if window > 0 {
