@@ -389,8 +389,8 @@ final class MUCRun: Sendable {
             let taken = try! occupant.loop.submit { occupant.takeLatencies() }.wait()
             samples += taken.latencies
             for (latency, message) in zip(taken.latencies, taken.messages) {
-                spread[message, default: (.max, .min)].first = min(spread[message, default: (.max, .min)].first, latency)
-                spread[message, default: (.max, .min)].last = max(spread[message, default: (.max, .min)].last, latency)
+                let known = spread[message] ?? (latency, latency)
+                spread[message] = (min(known.first, latency), max(known.last, latency))
             }
         }
         result.firstArrival = LatencySummary(spread.values.map(\.first))
