@@ -10,22 +10,22 @@ final class XMLVerbatim: Sendable {
     let defaultNamespace: String?
     let prefixes: [String: String]
 
-    init(_ element: XMLElement, context: XMLNamespaceContext) {
-        self.element = element
-        self.defaultNamespace = context.defaultNamespace
-        self.prefixes = context.prefixes
+    convenience init(_ element: XMLElement, context: XMLNamespaceContext) {
         var bytes: [UInt8] = []
         XMLSerializer.write(element, to: &bytes, context: context)
-        self.bytes = bytes
+        self.init(element, bytes: bytes, context: context)
     }
 
-    /// `element` with bytes already known to be its serialization in this context.
-    init(_ element: XMLElement, bytes: [UInt8], defaultNamespace: String?, prefixes: [String: String]) {
+    /// `element` with bytes already known to be its serialization in `context`.
+    init(_ element: XMLElement, bytes: [UInt8], context: XMLNamespaceContext) {
         self.element = element
         self.bytes = bytes
-        self.defaultNamespace = defaultNamespace
-        self.prefixes = prefixes
+        self.defaultNamespace = context.defaultNamespace
+        self.prefixes = context.prefixes
     }
+
+    /// The context the bytes were written for.
+    var context: XMLNamespaceContext { XMLNamespaceContext(defaultNamespace: defaultNamespace, prefixes: prefixes) }
 }
 
 extension XMLElement {
@@ -52,38 +52,32 @@ extension XMLElement {
     /// (which cost as much as the rest of the delivery). Without kept bytes, or when they do
     /// not end in a plain end tag of this element, it is a plain `append`.
     public func appendingKeepingSerialization(_ child: XMLElement) -> XMLElement {
-        var result = self
-        guard case .verbatim(let verbatim) = content,
-            // Declaring a namespace of its own would make it the children's default.
-            namespace == nil || namespace == verbatim.defaultNamespace
-        else {
+        func plainAppend() -> XMLElement {
+            var result = self
             result.append(child)
             return result
         }
+        guard case .verbatim(let verbatim) = content,
+            // Declaring a namespace of its own would make it the children's default.
+            namespace == nil || namespace == verbatim.defaultNamespace
+        else { return plainAppend() }
         let kept = verbatim.bytes
         // `</name>`: the end tag of an element written without a prefix.
         let endTag = kept.suffix(name.utf8.count + 3)
         guard kept.count > endTag.count, endTag.starts(with: "</".utf8), endTag.dropFirst(2).dropLast().elementsEqual(name.utf8),
             endTag.last == UInt8(ascii: ">")
-        else {
-            result.append(child)
-            return result
-        }
+        else { return plainAppend() }
         var element = verbatim.element
         element.append(child)
-        guard case .element(let appended)? = element.children.last else {
-            result.append(child)
-            return result
-        }
+        guard case .element(let appended)? = element.children.last else { return plainAppend() }
+        let context = verbatim.context
         var bytes: [UInt8] = []
         bytes.reserveCapacity(kept.count + 128)
         bytes.append(contentsOf: kept[..<endTag.startIndex])
-        XMLSerializer.write(
-            appended, to: &bytes,
-            context: XMLNamespaceContext(defaultNamespace: verbatim.defaultNamespace, prefixes: verbatim.prefixes))
+        XMLSerializer.write(appended, to: &bytes, context: context)
         bytes.append(contentsOf: endTag)
-        result.content = .verbatim(
-            XMLVerbatim(element, bytes: bytes, defaultNamespace: verbatim.defaultNamespace, prefixes: verbatim.prefixes))
+        var result = self
+        result.content = .verbatim(XMLVerbatim(element, bytes: bytes, context: context))
         return result
     }
 }
