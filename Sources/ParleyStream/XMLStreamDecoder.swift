@@ -31,8 +31,12 @@ public final class XMLStreamDecoder: ChannelDuplexHandler, RemovableChannelHandl
     /// The loop whose `LoopTimers` holds our release deadline, while it does.
     private var releaseLoop: (any EventLoop)?
     /// After this long without input, the parser gives its libxml2 context back; an idle
-    /// connection then costs a few kilobytes instead of tens (nil keeps it always).
-    private let releaseMemoryAfter: TimeAmount?
+    /// connection then costs a few kilobytes instead of tens. Once it gave it back, the next
+    /// release waits the second, longer time: a stream that spoke again after a pause is in
+    /// use, and a client sending a message every few hundred milliseconds rebuilt its context
+    /// (and the loop's timer woke) for every message. Nanoseconds, -1 for never: 16 bytes in
+    /// every connection where two optional amounts took 32.
+    private let releaseDelays: (first: Int64, again: Int64)
     private var timerSlot: Int32 = -1
     public var loopTimerSlot: Int {
         get { Int(timerSlot) }
@@ -45,10 +49,28 @@ public final class XMLStreamDecoder: ChannelDuplexHandler, RemovableChannelHandl
     /// before an XML declaration, but whitespace the peer sent between the old stream's last
     /// element and the new header (a keepalive, a newline after `</auth>`) is legal XMPP.
     private var skippingLeadingWhitespace = false
+    /// Whether the context was given back at least once: later releases wait `again`.
+    private var releasedBefore = false
 
-    public init(limits: XMLStreamParser.Limits = .init(), releaseMemoryAfter: TimeAmount? = .seconds(2)) {
+    /// `releaseMemoryAgainAfter` (never shorter than `releaseMemoryAfter`) applies once the
+    /// context was given back before; by default, the same.
+    public init(
+        limits: XMLStreamParser.Limits = .init(), releaseMemoryAfter: TimeAmount? = .seconds(2),
+        releaseMemoryAgainAfter: TimeAmount? = nil
+    ) {
         parser = XMLStreamParser(limits: limits)
-        self.releaseMemoryAfter = releaseMemoryAfter
+        let first = releaseMemoryAfter.map { max($0.nanoseconds, 0) } ?? -1
+        let again = releaseMemoryAgainAfter.map { max($0.nanoseconds, first) } ?? first
+        releaseDelays = (first, first < 0 ? -1 : again)
+    }
+
+    /// Whether the parser holds its libxml2 context now (false while a quiet stream rests).
+    public var parserHoldsContext: Bool { parser.holdsContext }
+
+    /// How long the parser keeps its context through silence now; nil for ever.
+    private var releaseMemoryAfter: TimeAmount? {
+        let delay = releasedBefore ? releaseDelays.again : releaseDelays.first
+        return delay < 0 ? nil : .nanoseconds(delay)
     }
 
     public func handlerRemoved(context: ChannelHandlerContext) {
@@ -77,7 +99,7 @@ public final class XMLStreamDecoder: ChannelDuplexHandler, RemovableChannelHandl
         guard let idle = releaseMemoryAfter, let loop = releaseLoop else { return }
         if now - lastRead >= idle {
             releaseLoop = nil
-            parser.releaseIdleMemory()
+            if parser.releaseIdleMemory() { releasedBefore = true }
         } else {
             LoopTimers.on(loop).schedule(self, at: lastRead + idle)
         }

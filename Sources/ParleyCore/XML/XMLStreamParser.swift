@@ -136,6 +136,10 @@ public final class XMLStreamParser {
         return XMLStreamParserContext.onlyWhitespaceBuffered(context)
     }
 
+    /// Whether libxml2's parser context is allocated: false once `releaseIdleMemory()` gave
+    /// it back, until the next `feed`.
+    public var holdsContext: Bool { state?.pointee.context != nil }
+
     /// Frees libxml2's parser context (its input buffer and name dictionary, most of a
     /// connection's memory) while the stream rests between stanzas; the next `feed` builds
     /// a fresh one and replays the root's namespace declarations, as for dictionary renewal.

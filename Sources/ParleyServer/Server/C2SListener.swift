@@ -49,9 +49,13 @@ struct C2SListener {
     /// seconds' worth of contexts alive (thousands); freed when the burst ended, they left
     /// the heap full of holes between the sessions' long-lived objects, about 3.5 KB per
     /// session held (bench/README.md, "Logins and idle memory"). A client sending a burst
-    /// keeps its context; one that pauses rebuilds it at its next byte, as any client
-    /// pausing longer than 2 s did before.
+    /// keeps its context; one that pauses rebuilds it at its next byte.
     static let parserReleaseAfter = TimeAmount.milliseconds(100)
+    /// Once a client spoke again after its context went, the next one goes after 2 s of
+    /// silence: at 100 ms, a client sending a message every few hundred milliseconds (a room
+    /// at 20 messages/s with four speakers) rebuilt its context, replayed its stream header
+    /// and woke its loop's timer for every message (bench/README.md, "Twelfth round").
+    static let parserReleaseAgainAfter = TimeAmount.seconds(2)
 
     static func installPipeline(
         on channel: any Channel, settings: Settings, server: ServerContext, fallback: XMLStreamEncoder.Fallback
@@ -62,7 +66,8 @@ struct C2SListener {
             try pipeline.addHandler(TLSHandler(context: tls))
         }
         try pipeline.addHandler(StreamKeepaliveHandler(configuration: settings.keepalive))
-        try pipeline.addHandler(XMLStreamDecoder(limits: settings.parserLimits, releaseMemoryAfter: parserReleaseAfter))
+        try pipeline.addHandler(XMLStreamDecoder(
+            limits: settings.parserLimits, releaseMemoryAfter: parserReleaseAfter, releaseMemoryAgainAfter: parserReleaseAgainAfter))
         let encoder = XMLStreamEncoder(fallback: fallback)
         try pipeline.addHandler(encoder)
         // Next to each other, so the session may write to the encoder straight.
