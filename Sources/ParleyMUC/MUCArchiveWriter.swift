@@ -1,20 +1,22 @@
 import Foundation
 import Logging
-import NIOConcurrencyHelpers
 import ParleyCore
 import ParleyStorage
 
-/// Writes rooms' archives off the service's lock and off the event loops. Work queued while
-/// a write runs goes in the next one together, so a busy room costs one transaction per
-/// batch rather than per message; operations keep their order (a room's messages before its
-/// deletion, a deletion before a new room of the same name archives again).
+/// Writes rooms' archives off the service's lock and off the event loops, on a thread of its
+/// own. Work queued while a write runs goes in the next one together, so a busy room costs one
+/// transaction per batch rather than per message; operations keep their order (a room's
+/// messages before its deletion, a deletion before a new room of the same name archives
+/// again).
 ///
 /// An idle writer waits `gathering` before it starts: at a few messages a second nothing
-/// else batches them, and a transaction of its own per message (a task, two thread hops,
-/// begin, look-ups, commit) was about a sixth of the server's CPU for a message fanned out to
-/// a hundred occupants at 20 messages/s (bench/README.md). Whoever needs the rows written
-/// (an archive query, shutdown) calls `flush()`, which cuts the wait short.
-final class MUCArchiveWriter: Sendable {
+/// else batches them. Whoever needs the rows written (an archive query, shutdown) calls
+/// `flush()`, which cuts the wait short. The thread waits on a condition and writes with the
+/// store's blocking call: the task, the timer on Dispatch's manager thread, the continuation
+/// and GRDB's hop to its writer queue and back that each batch cost before were, in a room
+/// of 10 at 20 messages/s, a fifth of the server's CPU (bench/README.md, "Twelfth round").
+/// The thread ends after `idleExit` without work and starts again with the next.
+final class MUCArchiveWriter: @unchecked Sendable {
     /// A message to archive: its row, and the message whose text (without `to`) the row
     /// gets when written.
     struct Pending: Sendable {
@@ -28,97 +30,124 @@ final class MUCArchiveWriter: Sendable {
         case prune(before: Date)
     }
 
-    private struct State {
-        var queued: [Operation] = []
-        var draining: Task<Void, Never>?
-        /// Messages appended to each room's archive since it was last cut to `maxPerRoom`.
-        var untrimmed: [String: Int] = [:]
-        /// The drain waiting out `gathering`, resumed by the timer or by `flush()`.
-        var waiting: CheckedContinuation<Void, Never>?
-        /// Set by `flush()` until the drain it hurried has taken the queue.
-        var hurry = false
-        var queuedMessages = 0
-    }
-
     /// How long an idle writer gathers work before a transaction.
-    static let gathering = DispatchTimeInterval.milliseconds(200)
+    static let gathering: TimeInterval = 0.2
     /// A batch this large is written at once, gathering time or not.
     static let gatherLimit = 512
 
     let store: any MUCArchiveStore
     let service: String
     let maxPerRoom: Int?
+    /// How long the thread waits for work before it ends.
+    let idleExit: TimeInterval
     private let logger: Logger
-    private let state = NIOLockedValueBox(State())
 
-    init(store: any MUCArchiveStore, service: String, maxPerRoom: Int?, logger: Logger) {
+    private let condition = NSCondition()
+    // Guarded by `condition`.
+    private var queued: [Operation] = []
+    private var queuedMessages = 0
+    /// Calls to `enqueue` so far, and how many of them were written (or failed and logged).
+    private var enqueued: UInt64 = 0
+    private var written: UInt64 = 0
+    /// Set by `flush()` until the thread took the queue.
+    private var hurry = false
+    private var threadRunning = false
+    private var startedThreads = 0
+    private var flushes: [(through: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
+
+    /// Messages appended to each room's archive since it was last cut to `maxPerRoom`.
+    /// Touched by the writer's thread only.
+    private var untrimmed: [String: Int] = [:]
+
+    init(store: any MUCArchiveStore, service: String, maxPerRoom: Int?, logger: Logger, idleExit: TimeInterval = 10) {
         self.store = store
         self.service = service
         self.maxPerRoom = maxPerRoom
+        self.idleExit = idleExit
         self.logger = logger
     }
 
+    /// Threads started so far (for tests).
+    var threadsStarted: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return startedThreads
+    }
+
     func enqueue(_ operation: Operation) {
-        let full = state.withLockedValue { state -> Bool in
-            if case .append(let new) = operation, case .append(let pending)? = state.queued.last {
-                state.queued[state.queued.count - 1] = .append(pending + new)
-            } else {
-                state.queued.append(operation)
-            }
-            if case .append(let new) = operation { state.queuedMessages += new.count }
-            if state.draining == nil { state.draining = Task { await self.drain() } }
-            return state.queuedMessages >= Self.gatherLimit
+        condition.lock()
+        defer { condition.unlock() }
+        let wasEmpty = queued.isEmpty
+        if case .append(let new) = operation, case .append(let pending)? = queued.last {
+            queued[queued.count - 1] = .append(pending + new)
+        } else {
+            queued.append(operation)
         }
-        if full { wake() }
+        enqueued += 1
+        if case .append(let new) = operation { queuedMessages += new.count }
+        if !threadRunning {
+            threadRunning = true
+            startedThreads += 1
+            let thread = Thread { [self] in run() }
+            thread.name = "parley-room-archive"
+            thread.start()
+        } else if wasEmpty || queuedMessages >= Self.gatherLimit {
+            // Only then is the thread waiting for this: a signal while it gathers would
+            // wake it for nothing.
+            condition.signal()
+        }
     }
 
     /// Waits until everything queued so far is written (or failed and was logged).
     func flush() async {
-        let draining = state.withLockedValue { state -> Task<Void, Never>? in
-            if state.draining != nil { state.hurry = true }
-            return state.draining
-        }
-        wake()
-        await draining?.value
-    }
-
-    private func wake() {
-        state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
-            defer { state.waiting = nil }
-            return state.waiting
-        }?.resume()
-    }
-
-    /// Waits `gathering`, unless `flush()` or a full queue says not to.
-    private func gather() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = state.withLockedValue { state -> Bool in
-                guard !state.hurry, state.queuedMessages < Self.gatherLimit else { return true }
-                state.waiting = continuation
-                return false
+            condition.lock()
+            guard written < enqueued else {
+                condition.unlock()
+                return continuation.resume()
             }
-            if now { return continuation.resume() }
-            DispatchQueue.global().asyncAfter(deadline: .now() + Self.gathering) { self.wake() }
+            flushes.append((enqueued, continuation))
+            hurry = true
+            condition.signal()
+            condition.unlock()
         }
     }
 
-    private func drain() async {
-        await gather()
+    /// The thread: waits for work, gathers, writes, until idle for `idleExit`.
+    private func run() {
+        condition.lock()
         while true {
-            let batch = state.withLockedValue { state -> [Operation] in
-                let batch = state.queued
-                state.queued = []
-                state.queuedMessages = 0
-                state.hurry = false
-                if batch.isEmpty { state.draining = nil }
-                return batch
+            while queued.isEmpty {
+                if !condition.wait(until: Date(timeIntervalSinceNow: idleExit)), queued.isEmpty {
+                    threadRunning = false
+                    condition.unlock()
+                    return
+                }
             }
-            guard !batch.isEmpty else { return }
-            for operation in batch { await perform(operation) }
+            let deadline = Date(timeIntervalSinceNow: Self.gathering)
+            while !hurry, queuedMessages < Self.gatherLimit, condition.wait(until: deadline) {}
+            let batch = queued
+            let through = enqueued
+            queued = []
+            queuedMessages = 0
+            hurry = false
+            condition.unlock()
+
+            for operation in batch { perform(operation) }
+
+            condition.lock()
+            written = through
+            let done = flushes.filter { $0.through <= through }.map(\.continuation)
+            flushes.removeAll { $0.through <= through }
+            if !done.isEmpty {
+                condition.unlock()
+                for continuation in done { continuation.resume() }
+                condition.lock()
+            }
         }
     }
 
-    private func perform(_ operation: Operation) async {
+    private func perform(_ operation: Operation) {
         do {
             switch operation {
             case .append(let pending):
@@ -129,12 +158,14 @@ final class MUCArchiveWriter: Sendable {
                     entry.stanza = message.xmlString()
                     return entry
                 }
-                try await store.appendMUCArchive(entries, maxPerRoom: trimDue(after: entries) ? maxPerRoom : nil)
+                try store.appendMUCArchiveBlocking(entries, maxPerRoom: trimDue(after: entries) ? maxPerRoom : nil)
             case .delete(let room):
-                state.withLockedValue { $0.untrimmed[room] = nil }
-                try await store.deleteMUCArchive(service: service, room: room)
+                untrimmed[room] = nil
+                let (store, service) = (self.store, self.service)
+                try waitingForAsync { try await store.deleteMUCArchive(service: service, room: room) }
             case .prune(let date):
-                let removed = try await store.pruneMUCArchive(before: date)
+                let store = self.store
+                let removed = try waitingForAsync { try await store.pruneMUCArchive(before: date) }
                 if removed > 0 { logger.info("expired room messages deleted", metadata: ["count": "\(removed)"]) }
             }
         } catch {
@@ -151,19 +182,17 @@ final class MUCArchiveWriter: Sendable {
     private func trimDue(after entries: [MUCArchiveEntry]) -> Bool {
         guard let maxPerRoom else { return false }
         let step = Self.trimStep(maxPerRoom)
-        return state.withLockedValue { state in
-            var due = false
-            for entry in entries {
-                // A room's first messages since the start are cut at once: a previous process
-                // may have left its archive above the limit.
-                let count = state.untrimmed[entry.room].map { $0 + 1 } ?? step
-                state.untrimmed[entry.room] = count
-                if count >= step { due = true }
-            }
-            // The store cuts every room the batch touched.
-            if due { for entry in entries { state.untrimmed[entry.room] = 0 } }
-            return due
+        var due = false
+        for entry in entries {
+            // A room's first messages since the start are cut at once: a previous process
+            // may have left its archive above the limit.
+            let count = untrimmed[entry.room].map { $0 + 1 } ?? step
+            untrimmed[entry.room] = count
+            if count >= step { due = true }
         }
+        // The store cuts every room the batch touched.
+        if due { for entry in entries { untrimmed[entry.room] = 0 } }
+        return due
     }
 
     /// 1 % of the limit: exact for small limits, one cut per hundred messages for large ones.

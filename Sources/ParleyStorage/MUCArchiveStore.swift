@@ -107,6 +107,10 @@ public protocol MUCArchiveStore: Sendable {
     /// newest `maxPerRoom` messages, if given.
     func appendMUCArchive(_ entries: [MUCArchiveEntry], maxPerRoom: Int?) async throws
 
+    /// `appendMUCArchive` on the caller's thread, for a writer with a thread of its own (never
+    /// an event loop or the concurrency pool).
+    func appendMUCArchiveBlocking(_ entries: [MUCArchiveEntry], maxPerRoom: Int?) throws
+
     /// Throws `StorageError.itemNotFound` if `after` or `before` names no message of the room.
     func queryMUCArchive(service: String, room: String, _ query: MUCArchiveQuery) async throws -> MUCArchivePage
 
@@ -124,4 +128,12 @@ public protocol MUCArchiveStore: Sendable {
     /// Deletes every room message older than `date`; returns how many.
     @discardableResult
     func pruneMUCArchive(before date: Date) async throws -> Int
+}
+
+extension MUCArchiveStore {
+    /// Waits for the `async` one. A store that can write synchronously (SQLite) does so
+    /// instead, which saves the writer a hop to another thread and back per batch.
+    public func appendMUCArchiveBlocking(_ entries: [MUCArchiveEntry], maxPerRoom: Int?) throws {
+        try waitingForAsync { try await self.appendMUCArchive(entries, maxPerRoom: maxPerRoom) }
+    }
 }

@@ -43,6 +43,35 @@ import Testing
         #expect(tails.mapValues { $0.map(\.stanzaID) } == ["balcony": ["b4", "b5"], "garden": ["g1"]])
     }
 
+    /// The blocking append, as a writer with a thread of its own calls it: SQLite writes on
+    /// that thread, PostgreSQL waits for its `async` one.
+    @Test(arguments: Backend.allCases) func aThreadOfItsOwnAppendsAndCutsAsTheAsyncCallDoes(_ backend: Backend) async throws {
+        let fixture = try await StorageFixture(backend)
+        defer { fixture.remove() }
+        let storage = fixture.storage
+        try await Self.onThreadOfItsOwn {
+            try storage.appendMUCArchiveBlocking((1...4).map { Self.entry("balcony", "b\($0)") }, maxPerRoom: 2)
+            try storage.appendMUCArchiveBlocking([Self.entry("garden", "g1", nick: "Romeo", username: "romeo")], maxPerRoom: nil)
+        }
+        let balcony = try await storage.queryMUCArchive(service: Self.service, room: "balcony", MUCArchiveQuery(max: 10))
+        #expect(balcony.messages.map(\.stanzaID) == ["b3", "b4"])
+        let garden = try await storage.queryMUCArchive(service: Self.service, room: "garden", MUCArchiveQuery(max: 10))
+        #expect(garden.messages.map(\.stanzaID) == ["g1"] && garden.messages.first?.senderUsername == "romeo")
+    }
+
+    static func onThreadOfItsOwn(_ body: @escaping @Sendable () throws -> Void) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            Thread {
+                do {
+                    try body()
+                    continuation.resume()
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }.start()
+        }
+    }
+
     @Test(arguments: Backend.allCases) func aDeletedAccountLeavesItsMessagesWithoutItsJIDAndExpiredMessagesGo(_ backend: Backend) async throws {
         let fixture = try await StorageFixture(backend)
         defer { fixture.remove() }

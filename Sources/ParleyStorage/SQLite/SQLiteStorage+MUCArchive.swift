@@ -4,36 +4,45 @@ import GRDB
 extension SQLiteStorage: MUCArchiveStore {
     public func appendMUCArchive(_ entries: [MUCArchiveEntry], maxPerRoom: Int?) async throws {
         guard !entries.isEmpty else { return }
-        try await pool.write { db in
-            let insert = try db.cachedStatement(
-                sql: """
-                    INSERT INTO muc_archive (service, room, stanza_id, nick, account_id, sender_jid, stanza, archived_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """)
-            var accounts: [String: Int64?] = [:]
-            var touched: [String: Set<String>] = [:]
-            for entry in entries {
-                var accountID: Int64? = nil
-                if let username = entry.senderUsername {
-                    let cached = try accounts[username] ?? Self.accountID(of: username, in: db)
-                    accounts[username] = cached
-                    accountID = cached
-                }
-                try insert.execute(arguments: [
-                    entry.service, entry.room, entry.stanzaID, entry.nick, accountID, entry.senderJID, entry.stanza,
-                    Self.milliseconds(entry.archivedAt),
-                ])
-                touched[entry.service, default: []].insert(entry.room)
+        try await pool.write { db in try Self.appendMUCArchive(entries, maxPerRoom: maxPerRoom, in: db) }
+    }
+
+    /// GRDB's synchronous write, on the caller's thread: no hop to the writer's queue and
+    /// back to a task, as the `async` one makes.
+    public func appendMUCArchiveBlocking(_ entries: [MUCArchiveEntry], maxPerRoom: Int?) throws {
+        guard !entries.isEmpty else { return }
+        try pool.write { db in try Self.appendMUCArchive(entries, maxPerRoom: maxPerRoom, in: db) }
+    }
+
+    private static func appendMUCArchive(_ entries: [MUCArchiveEntry], maxPerRoom: Int?, in db: Database) throws {
+        let insert = try db.cachedStatement(
+            sql: """
+                INSERT INTO muc_archive (service, room, stanza_id, nick, account_id, sender_jid, stanza, archived_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+        var accounts: [String: Int64?] = [:]
+        var touched: [String: Set<String>] = [:]
+        for entry in entries {
+            var accountID: Int64? = nil
+            if let username = entry.senderUsername {
+                let cached = try accounts[username] ?? Self.accountID(of: username, in: db)
+                accounts[username] = cached
+                accountID = cached
             }
-            guard let maxPerRoom else { return }
-            let trim = try db.cachedStatement(
-                sql: """
-                    DELETE FROM muc_archive WHERE service = ? AND room = ? AND id <= (
-                        SELECT id FROM muc_archive WHERE service = ? AND room = ? ORDER BY id DESC LIMIT 1 OFFSET ?)
-                    """)
-            for (service, rooms) in touched {
-                for room in rooms { try trim.execute(arguments: [service, room, service, room, max(maxPerRoom, 0)]) }
-            }
+            try insert.execute(arguments: [
+                entry.service, entry.room, entry.stanzaID, entry.nick, accountID, entry.senderJID, entry.stanza,
+                Self.milliseconds(entry.archivedAt),
+            ])
+            touched[entry.service, default: []].insert(entry.room)
+        }
+        guard let maxPerRoom else { return }
+        let trim = try db.cachedStatement(
+            sql: """
+                DELETE FROM muc_archive WHERE service = ? AND room = ? AND id <= (
+                    SELECT id FROM muc_archive WHERE service = ? AND room = ? ORDER BY id DESC LIMIT 1 OFFSET ?)
+                """)
+        for (service, rooms) in touched {
+            for room in rooms { try trim.execute(arguments: [service, room, service, room, max(maxPerRoom, 0)]) }
         }
     }
 
