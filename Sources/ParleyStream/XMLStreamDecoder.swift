@@ -31,11 +31,11 @@ public final class XMLStreamDecoder: ChannelDuplexHandler, RemovableChannelHandl
     /// The loop whose `LoopTimers` holds our release deadline, while it does.
     private var releaseLoop: (any EventLoop)?
     /// After this long without input, the parser gives its libxml2 context back; an idle
-    /// connection then costs a few kilobytes instead of tens. Once it gave it back, the next
-    /// release waits the second, longer time: a stream that spoke again after a pause is in
-    /// use, and a client sending a message every few hundred milliseconds rebuilt its context
-    /// (and the loop's timer woke) for every message. Nanoseconds, -1 for never: 16 bytes in
-    /// every connection where two optional amounts took 32.
+    /// connection then costs a few kilobytes instead of tens. A stream that speaks again
+    /// sooner than the second, longer time after its context went is in use: its next release
+    /// waits that long, since a client sending a message every few hundred milliseconds
+    /// rebuilt its context (and woke the loop's timer) for every message. Nanoseconds, -1 for
+    /// never: 16 bytes in every connection where two optional amounts took 32.
     private let releaseDelays: (first: Int64, again: Int64)
     private var timerSlot: Int32 = -1
     public var loopTimerSlot: Int {
@@ -49,11 +49,12 @@ public final class XMLStreamDecoder: ChannelDuplexHandler, RemovableChannelHandl
     /// before an XML declaration, but whitespace the peer sent between the old stream's last
     /// element and the new header (a keepalive, a newline after `</auth>`) is legal XMPP.
     private var skippingLeadingWhitespace = false
-    /// Whether the context was given back at least once: later releases wait `again`.
-    private var releasedBefore = false
+    /// Set when the stream spoke again within `again` of its previous read, its context gone
+    /// meanwhile: the next release waits `again`. Cleared by a longer silence.
+    private var inUse = false
 
-    /// `releaseMemoryAgainAfter` (never shorter than `releaseMemoryAfter`) applies once the
-    /// context was given back before; by default, the same.
+    /// `releaseMemoryAgainAfter` (never shorter than `releaseMemoryAfter`) applies to a stream
+    /// that came back within that time of its context going; by default, the same.
     public init(
         limits: XMLStreamParser.Limits = .init(), releaseMemoryAfter: TimeAmount? = .seconds(2),
         releaseMemoryAgainAfter: TimeAmount? = nil
@@ -69,7 +70,7 @@ public final class XMLStreamDecoder: ChannelDuplexHandler, RemovableChannelHandl
 
     /// How long the parser keeps its context through silence now; nil for ever.
     private var releaseMemoryAfter: TimeAmount? {
-        let delay = releasedBefore ? releaseDelays.again : releaseDelays.first
+        let delay = inUse ? releaseDelays.again : releaseDelays.first
         return delay < 0 ? nil : .nanoseconds(delay)
     }
 
@@ -99,7 +100,7 @@ public final class XMLStreamDecoder: ChannelDuplexHandler, RemovableChannelHandl
         guard let idle = releaseMemoryAfter, let loop = releaseLoop else { return }
         if now - lastRead >= idle {
             releaseLoop = nil
-            if parser.releaseIdleMemory() { releasedBefore = true }
+            parser.releaseIdleMemory()
         } else {
             LoopTimers.on(loop).schedule(self, at: lastRead + idle)
         }
@@ -107,7 +108,9 @@ public final class XMLStreamDecoder: ChannelDuplexHandler, RemovableChannelHandl
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !failed else { return }
-        lastRead = context.eventLoop.now
+        let now = context.eventLoop.now
+        if !parser.holdsContext { inUse = (now - lastRead).nanoseconds < releaseDelays.again }
+        lastRead = now
         scheduleMemoryRelease(context: context)
         var buffer = unwrapInboundIn(data)
         while buffer.readableBytes > 0, !failed {

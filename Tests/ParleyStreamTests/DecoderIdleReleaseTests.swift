@@ -5,8 +5,9 @@ import ParleyStream
 import Testing
 
 /// When `XMLStreamDecoder` gives the parser's libxml2 context back, on the EmbeddedEventLoop's
-/// clock: after the short delay the first time (a login burst's sessions go quiet), after the
-/// long one once the stream spoke again (a client in use keeps its context between messages).
+/// clock: after the short delay (a login burst's sessions go quiet at once), and after the
+/// long one for a stream that came back soon after its context went (a client in use keeps
+/// its context between messages); a stream back after a long silence gets the short one.
 @Suite struct DecoderIdleReleaseTests {
     static let header = "<?xml version='1.0'?><stream:stream xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams' to='localhost' version='1.0'>"
 
@@ -55,6 +56,23 @@ import Testing
         // And what was parsed across the releases is all there.
         try harness.send("<message to='a@localhost'><body>3</body></message>")
         #expect(harness.counter.stanzas == 4)
+    }
+
+    @Test func aStreamBackAfterALongSilenceGetsTheShortDelayAgain() throws {
+        let harness = try Harness(first: .milliseconds(100), again: .seconds(2))
+        try harness.send(Self.header + "<presence/>")
+        harness.advance(milliseconds: 160)
+        try harness.send("<presence/>")
+        harness.advance(milliseconds: 160)
+        #expect(harness.decoder.parserHoldsContext, "back within 2 s: in use")
+        harness.advance(milliseconds: 2_000)
+        #expect(!harness.decoder.parserHoldsContext)
+        // A ping's answer after minutes of silence: back to the short delay.
+        harness.advance(milliseconds: 120_000)
+        try harness.send("<iq type='result' id='ping-1'/>")
+        harness.advance(milliseconds: 160)
+        #expect(!harness.decoder.parserHoldsContext)
+        #expect(harness.counter.stanzas == 3)
     }
 
     @Test func withoutALongerDelayEveryReleaseWaitsTheSame() throws {
