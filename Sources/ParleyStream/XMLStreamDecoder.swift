@@ -35,7 +35,7 @@ public final class XMLStreamDecoder: ChannelDuplexHandler, RemovableChannelHandl
     /// sooner than the second, longer time after its context went is in use: its next release
     /// waits that long, since a client sending a message every few hundred milliseconds
     /// rebuilt its context (and woke the loop's timer) for every message. Nanoseconds, -1 for
-    /// never: 16 bytes in every connection where two optional amounts took 32.
+    /// never: the same 16 bytes per connection as the one optional amount before.
     private let releaseDelays: (first: Int64, again: Int64)
     private var timerSlot: Int32 = -1
     public var loopTimerSlot: Int {

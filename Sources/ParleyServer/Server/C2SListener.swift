@@ -51,8 +51,8 @@ struct C2SListener {
     /// session held (bench/README.md, "Logins and idle memory"). A client sending a burst
     /// keeps its context; one that pauses rebuilds it at its next byte.
     static let parserReleaseAfter = TimeAmount.milliseconds(100)
-    /// Once a client spoke again after its context went, the next one goes after 2 s of
-    /// silence: at 100 ms, a client sending a message every few hundred milliseconds (a room
+    /// A client that speaks again within 2 s of its context going is in use: its next release
+    /// waits for 2 s of silence. At 100 ms, a client sending a message every few hundred ms (a room
     /// at 20 messages/s with four speakers) rebuilt its context, replayed its stream header
     /// and woke its loop's timer for every message (bench/README.md, "Twelfth round").
     static let parserReleaseAgainAfter = TimeAmount.seconds(2)
