@@ -342,7 +342,12 @@ public final class MUCService: HostedService {
             // In slices: while a room fills, hundreds of entries land here at once, each
             // sending its list to the newcomer and the newcomer to everyone (N² stanzas for a
             // room of N). Their parsed and batched forms for the whole backlog at once were
-            // most of the join's peak heap, which the allocator then keeps as resident memory.
+            // most of the join's peak heap. But each slice is one batch, and a batch writes
+            // each session once: with slices of 4,096 a 1,000 fill made 166,000 writes (a
+            // newcomer's presence a write for each occupant), with 65,536 14,000, and took
+            // 3.2–4.1 s instead of 4.2–6.5 (bench/README.md, MUC, thirteenth round). The
+            // larger slices' arrays raise the fill's peak by ~15–30 MB, which the allocator
+            // hands back once the room is quiet (the settled figure did not move).
             var start = batch.startIndex
             var runs = addressed[...]
             while start < batch.endIndex {
@@ -353,7 +358,7 @@ public final class MUCService: HostedService {
         }
     }
 
-    static let sendSlice = 4096
+    static let sendSlice = 65536
 
     /// Runs `body` once everything queued so far has been handed to the router: at once if
     /// nothing is, else after the sender that is sending it (another thread, maybe).
