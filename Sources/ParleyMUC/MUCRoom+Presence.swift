@@ -3,15 +3,18 @@ import ParleyCore
 /// Entering, changing presence or nickname in, and leaving a room (XEP-0045 §7.2–7.6, §7.14).
 extension MUCRoom {
     /// Available presence from `session` to `room/nick`: an entry, a presence update or a
-    /// nickname change. Throws the error the sender gets instead.
+    /// nickname change. Throws the error the sender gets instead. Returns the addresses of
+    /// the runs of copies it put in `out` (the rest the service reads from the stanzas).
+    @discardableResult
     mutating func available(
         _ stanza: XMLElement, from session: JID, nick: String, created: Bool, maxOccupants: Int, assignedNick: Bool = false,
         out: inout [XMLElement]
-    ) throws(StanzaError) {
+    ) throws(StanzaError) -> [MUCAddressedRun] {
         readyRecipients()
         if let current = self.nick(of: session) {
-            if current == nick { return update(stanza, of: current, out: &out) }
-            return try changeNick(from: current, to: nick, session: session, stanza: stanza, assigned: assignedNick, out: &out)
+            if current == nick { return [update(stanza, of: current, out: &out)].compactMap { $0 } }
+            try changeNick(from: current, to: nick, session: session, stanza: stanza, assigned: assignedNick, out: &out)
+            return []
         }
         let affiliation = affiliation(of: session)
         if locked, affiliation != .owner {
@@ -24,12 +27,12 @@ extension MUCRoom {
                 throw StanzaError(.conflict, text: "The nickname '\(nick)' is in use in this room.")
             }
             addSession(session, to: nick)
-            sendOccupants(to: session, withRealJID: seesRealJIDs(occupant(nick) ?? existing), except: nick, out: &out)
+            let others = sendOccupants(to: session, withRealJID: seesRealJIDs(occupant(nick) ?? existing), except: nick, out: &out)
             out.append(presence(of: occupant(nick) ?? existing, to: session, statuses: selfStatuses(created: false, assignedNick: assignedNick)))
             out.append(contentsOf: historyMessages(to: session, request: Self.historyRequest(stanza)))
             out.append(subjectMessage(to: session))
             out.append(contentsOf: avatarPresence(to: session))
-            return
+            return [others]
         }
         // §7.2.10: a full room; its owners and admins still get in.
         guard occupantCount < maxOccupants || affiliation == .owner || affiliation == .admin else {
@@ -40,13 +43,14 @@ extension MUCRoom {
             role: defaultRole(for: affiliation),
             id: occupantID(for: session), presence: stanza)
         // The newcomer sees real JIDs as its role lets it (§7.2.3: a moderator does).
-        sendOccupants(to: session, withRealJID: seesRealJIDs(occupant), except: nil, out: &out)
+        let others = sendOccupants(to: session, withRealJID: seesRealJIDs(occupant), except: nil, out: &out)
         add(occupant)
-        broadcastShown(occupant, except: [session], out: &out)
+        let newcomer = broadcastShown(occupant, except: [session], out: &out)
         out.append(presence(of: occupant, to: session, statuses: selfStatuses(created: created, assignedNick: assignedNick)))
         out.append(contentsOf: historyMessages(to: session, request: Self.historyRequest(stanza)))
         out.append(subjectMessage(to: session))
         out.append(contentsOf: avatarPresence(to: session))
+        return [others, newcomer]
     }
 
     /// Unavailable presence (`stanza`), or the end of the session (nil): the session leaves;
@@ -64,12 +68,13 @@ extension MUCRoom {
         }
     }
 
-    /// The occupant's new show/status, to everyone in the room.
-    private mutating func update(_ stanza: XMLElement, of nick: String, out: inout [XMLElement]) {
+    /// The occupant's new show/status, to everyone in the room; the addresses of the copies
+    /// to the others.
+    private mutating func update(_ stanza: XMLElement, of nick: String, out: inout [XMLElement]) -> MUCAddressedRun? {
         self.update(nick) { $0.presence = stanza }
-        guard let occupant = occupant(nick) else { return }
+        guard let occupant = occupant(nick) else { return nil }
         for session in occupant.sessions { out.append(presence(of: occupant, to: session, statuses: [.selfPresence])) }
-        broadcastShown(occupant, except: occupant.sessions, out: &out)
+        return broadcastShown(occupant, except: occupant.sessions, out: &out)
     }
 
     /// §7.6: unavailable from the old nickname with 303 and the new one, then available from

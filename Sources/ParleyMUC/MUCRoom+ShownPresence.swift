@@ -4,16 +4,18 @@ import ParleyCore
 /// occupant's plain presence to a newcomer, and the newcomer's to everyone (XEP-0045 §7.2.3).
 extension MUCRoom {
     /// `occupant`'s presence without a type or status codes, as everyone who sees the same
-    /// gets it (see `MUCShownPresences`): serialized once, each copy only adds its `to`.
-    func shownPresence(of occupant: MUCOccupant, withRealJID: Bool) -> XMLStanzaTemplate {
+    /// gets it (see `MUCShownPresences`): serialized once, each copy only adds its `to`; and
+    /// its `from`, the occupant's JID in the room.
+    func shownPresence(of occupant: MUCOccupant, withRealJID: Bool) -> (template: XMLStanzaTemplate, from: JID) {
         let affiliation = affiliation(of: occupant.account)
         shownPresences.recently = true
-        if let template = shownPresences.template(of: occupant, withRealJID: withRealJID, affiliation: affiliation) {
-            return template
+        if let kept = shownPresences.template(of: occupant, withRealJID: withRealJID, affiliation: affiliation) {
+            return kept
         }
         let template = Self.template(presence(of: occupant, to: "", withRealJID: withRealJID))
-        shownPresences.keep(template, of: occupant, withRealJID: withRealJID, affiliation: affiliation)
-        return template
+        let from = occupantJID(occupant.nick)
+        shownPresences.keep(template, from: from, of: occupant, withRealJID: withRealJID, affiliation: affiliation)
+        return (template, from)
     }
 
     /// Lets every occupant's shown presence go if none was used since the last call (a
@@ -55,25 +57,41 @@ extension MUCRoom {
 
     /// Every occupant's presence to `session`, which sees real JIDs or not, except `nick`'s
     /// (the newcomer itself, or another device of the same occupant), in the order of their
-    /// nicknames (kept in order as occupants come and go: `nicksInOrder`).
-    func sendOccupants(to session: JID, withRealJID: Bool, except nick: String?, out: inout [XMLElement]) {
+    /// nicknames (kept in order as occupants come and go: `nicksInOrder`). Returns the copies'
+    /// addresses.
+    @discardableResult
+    func sendOccupants(to session: JID, withRealJID: Bool, except nick: String?, out: inout [XMLElement]) -> MUCAddressedRun {
         let to = recipientsBySession[session]?.to ?? MUCRecipient.to(session)
+        let start = out.count
+        var senders: [JID] = []
+        senders.reserveCapacity(nicksInOrder.count)
         for other in nicksInOrder where other != nick {
             guard let occupant = occupants[other] else { continue }
-            out.append(shownPresence(of: occupant, withRealJID: withRealJID).instance(to))
+            let shown = shownPresence(of: occupant, withRealJID: withRealJID)
+            out.append(shown.template.instance(to))
+            senders.append(shown.from)
         }
+        return MUCAddressedRun(start: start, addresses: .fanIn(from: senders, to: session))
     }
 
-    /// `occupant`'s presence to every session in the room but `own` (the occupant's).
-    func broadcastShown(_ occupant: MUCOccupant, except own: MUCCompactList<JID>, out: inout [XMLElement]) {
+    /// `occupant`'s presence to every session in the room but `own` (the occupant's). Returns
+    /// the copies' addresses.
+    @discardableResult
+    func broadcastShown(_ occupant: MUCOccupant, except own: MUCCompactList<JID>, out: inout [XMLElement]) -> MUCAddressedRun {
         var templates: [XMLStanzaTemplate?] = [nil, nil]
+        var from: JID?
         let everyoneSeesRealJIDs = configuration.whois == .anyone
+        let start = out.count
+        var sessions: [JID] = []
+        sessions.reserveCapacity(recipientsBySession.count)
         for (session, recipient) in recipientsBySession where !own.contains(session) {
             let withRealJID = everyoneSeesRealJIDs || recipient.isModerator
             let slot = withRealJID ? 1 : 0
-            if templates[slot] == nil { templates[slot] = shownPresence(of: occupant, withRealJID: withRealJID) }
-            out.append(templates[slot]!.instance(recipient.to ?? MUCRecipient.to(session)))
+            if templates[slot] == nil { (templates[slot], from) = shownPresence(of: occupant, withRealJID: withRealJID) }
+            out.append(templates[slot].unsafelyUnwrapped.instance(recipient.to ?? MUCRecipient.to(session)))
+            sessions.append(session)
         }
+        return MUCAddressedRun(start: start, addresses: .fanOut(from: from ?? occupantJID(occupant.nick), to: sessions))
     }
 
     /// One presence to every session in the room but `own`, built at most twice (for those

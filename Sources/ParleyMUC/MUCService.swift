@@ -59,11 +59,11 @@ public final class MUCService: HostedService {
         /// of `rooms`, not a copy parsed from a stanza.
         var roomsBySession: [JID: MUCCompactList<String>] = [:]
         var outbox: [XMLElement] = []
-        /// Runs of `outbox` whose addresses the room had at hand, by index (see `AddressedRun`).
-        var addressed: [AddressedRun] = []
+        /// Runs of `outbox` whose addresses the room had at hand, by index.
+        var addressed: [MUCAddressedRun] = []
         /// Runs queued by the change under way, by index into its `out`; `perform` moves them
         /// to `addressed`.
-        var addressedOut: [AddressedRun] = []
+        var addressedOut: [MUCAddressedRun] = []
         var draining = false
         /// Where persistent rooms are kept, and the last write queued to it.
         var store: (any MUCRoomStore)?
@@ -81,14 +81,6 @@ public final class MUCService: HostedService {
         func roomKey(_ key: String) -> String {
             rooms.index(forKey: key).map { rooms[$0].key } ?? key
         }
-    }
-
-    /// Copies of one groupchat message, `to.count` stanzas from `start` on: sent from `from`
-    /// to `to[i]`, so `send` need not parse (or look up) each copy's addresses again.
-    struct AddressedRun: Sendable {
-        var start: Int
-        let from: JID
-        let to: [JID]
     }
 
     public let settings: Settings
@@ -195,9 +187,10 @@ public final class MUCService: HostedService {
             }
             do {
                 let resolved = try state.rooms[key]?.resolve(nick, for: sender, enforce: settings.nicknames.enforceRegistered)
-                try state.rooms[key]?.available(
+                let runs = try state.rooms[key]?.available(
                     stanza, from: sender, nick: resolved?.nick ?? nick, created: created, maxOccupants: settings.maxOccupantsPerRoom,
                     assignedNick: rewritten || resolved?.assigned == true, out: &out)
+                state.addressedOut.append(contentsOf: runs ?? [])
                 state.roomsBySession[sender, default: []].insert(state.roomKey(key))
             } catch {
                 refuse(stanza, error, out: &out)
@@ -259,7 +252,7 @@ public final class MUCService: HostedService {
                 try state.rooms[key]?.charge(sender, settings.rateLimit)
                 let first = out.count
                 if let sent = try state.rooms[key]?.groupchat(stanza, from: sender, out: &out) {
-                    state.addressedOut.append(AddressedRun(start: first, from: sent.from, to: sent.sessions))
+                    state.addressedOut.append(MUCAddressedRun(start: first, addresses: .fanOut(from: sent.from, to: sent.sessions)))
                     archive(sent.message, in: key, from: sender, state: &state)
                 }
                 if stanza.firstChild("subject") != nil, state.rooms[key]?.configuration.persistent == true {
@@ -304,10 +297,7 @@ public final class MUCService: HostedService {
         let drain = state.withLockedValue { state -> Bool in
             var out: [XMLElement] = []
             change(&state, &out)
-            for var run in state.addressedOut {
-                run.start += state.outbox.count
-                state.addressed.append(run)
-            }
+            for run in state.addressedOut { state.addressed.append(run.shifted(by: state.outbox.count)) }
             state.addressedOut = []
             state.outbox.append(contentsOf: out)
             guard !state.draining, !state.outbox.isEmpty else { return false }
@@ -328,7 +318,7 @@ public final class MUCService: HostedService {
         }
         while true {
             let (batch, addressed, barriers) = state.withLockedValue {
-                state -> ([XMLElement], [AddressedRun], [@Sendable () -> Void]) in
+                state -> ([XMLElement], [MUCAddressedRun], [@Sendable () -> Void]) in
                 let batch = state.outbox
                 let addressed = state.addressed
                 state.outbox = []
@@ -377,7 +367,7 @@ public final class MUCService: HostedService {
     ///
     /// Stanzas in a run of `addressed` (the first runs, in order of `start`; those that end
     /// in this slice are taken off) carry their addresses already.
-    private func send(_ batch: ArraySlice<XMLElement>, addressed: inout ArraySlice<AddressedRun>, through outlet: HostedServiceOutlet) {
+    private func send(_ batch: ArraySlice<XMLElement>, addressed: inout ArraySlice<MUCAddressedRun>, through outlet: HostedServiceOutlet) {
         var deliveries: [HostedDelivery] = []
         deliveries.reserveCapacity(batch.count)
         // Stanzas whose addresses do not parse go the usual way (the router refuses and logs
@@ -393,9 +383,10 @@ public final class MUCService: HostedService {
                 addresses.jids[text] = jid
                 return jid
             }
-            // A message's copies all come from one occupant JID, and a newcomer's list of
-            // occupants all goes to one session: each parsed, or looked up, once per run (the
-            // room shares one string for the run, so comparing it is a pointer comparison).
+            // Outside the runs (a nickname change's copies, a departure's): the copies of one
+            // stanza come from one occupant JID, a list to one session goes to one session,
+            // each parsed, or looked up, once per run of them (the room shares one string for
+            // such a run, so comparing it is a pointer comparison).
             var lastFrom: (text: String, jid: JID)?
             var lastTo: (text: String, jid: JID)?
             func parse(_ text: String?, remembering last: inout (text: String, jid: JID)?) -> JID? {
@@ -408,18 +399,18 @@ public final class MUCService: HostedService {
             // The current run, in locals: a copy costs an index comparison and an array read.
             var run = addressed.first
             var runStart = run?.start ?? .max
-            var runEnd = run.map { $0.start + $0.to.count } ?? .max
+            var runEnd = run?.end ?? .max
             for (index, stanza) in zip(batch.indices, batch) {
                 while index >= runEnd {
                     addressed.removeFirst()
                     run = addressed.first
                     runStart = run?.start ?? .max
-                    runEnd = run.map { $0.start + $0.to.count } ?? .max
+                    runEnd = run?.end ?? .max
                 }
                 if index >= runStart, let run {
-                    let to = run.to[index - runStart]
-                    assert(stanza.from == run.from.description && stanza.to == to.description, "a copy's addresses do not match its run")
-                    deliveries.append(HostedDelivery(stanza, from: run.from, to: to))
+                    let (from, to) = run.addresses(at: index - runStart)
+                    assert(stanza.from == from.description && stanza.to == to.description, "a copy's addresses do not match its run")
+                    deliveries.append(HostedDelivery(stanza, from: from, to: to))
                     continue
                 }
                 // Unparsable addresses: the router refuses and logs it, in its turn.

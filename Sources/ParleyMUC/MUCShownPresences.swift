@@ -27,6 +27,8 @@ final class MUCShownPresences: @unchecked Sendable {
     struct Entry {
         /// The occupant's revision these were made of.
         var revision: UInt64
+        /// `room/nick`, the copies' `from`, for the router (see `MUCAddressedRun`).
+        var from: JID
         /// For recipients that do not see real JIDs, and for those that do.
         var plain: Built?
         var withRealJID: Built?
@@ -41,16 +43,20 @@ final class MUCShownPresences: @unchecked Sendable {
     var kept: Bool { !entries.isEmpty }
 
     /// `occupant`'s template for recipients that see real JIDs or not, if one was made of its
-    /// current revision for its current affiliation.
-    func template(of occupant: MUCOccupant, withRealJID: Bool, affiliation: MUCAffiliation) -> XMLStanzaTemplate? {
+    /// current revision for its current affiliation, and its `from`.
+    func template(of occupant: MUCOccupant, withRealJID: Bool, affiliation: MUCAffiliation) -> (XMLStanzaTemplate, from: JID)? {
         guard let entry = entries[occupant.nick], entry.revision == occupant.revision,
             let built = withRealJID ? entry.withRealJID : entry.plain, built.affiliation == affiliation
         else { return nil }
-        return built.template
+        return (built.template, entry.from)
     }
 
-    func keep(_ template: XMLStanzaTemplate, of occupant: MUCOccupant, withRealJID: Bool, affiliation: MUCAffiliation) {
-        var entry = entries[occupant.nick].flatMap { $0.revision == occupant.revision ? $0 : nil } ?? Entry(revision: occupant.revision)
+    func keep(
+        _ template: XMLStanzaTemplate, from: JID, of occupant: MUCOccupant, withRealJID: Bool, affiliation: MUCAffiliation
+    ) {
+        var entry =
+            entries[occupant.nick].flatMap { $0.revision == occupant.revision ? $0 : nil }
+            ?? Entry(revision: occupant.revision, from: from)
         let built = Built(affiliation: affiliation, template: template)
         if withRealJID { entry.withRealJID = built } else { entry.plain = built }
         entries[occupant.nick] = entry

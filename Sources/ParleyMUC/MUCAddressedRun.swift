@@ -1,0 +1,42 @@
+import ParleyCore
+
+/// Copies in a room's output whose addresses the room had at hand, `count` stanzas from
+/// `start` on, so `MUCService.send` need not read each copy's `from` and `to` and parse (or
+/// look up) them again. A room's big outputs are runs of this kind: a groupchat message or a
+/// newcomer's presence to every session (one sender, many recipients), and every occupant's
+/// presence to a newcomer (many senders, one recipient). Reading and looking the addresses
+/// up was a quarter of the room's own work in a fill (bench/README.md, MUC, thirteenth round).
+struct MUCAddressedRun: Sendable {
+    enum Addresses: Sendable {
+        /// From `from` to each of `to`, in order.
+        case fanOut(from: JID, to: [JID])
+        /// From each of `from`, in order, to `to`.
+        case fanIn(from: [JID], to: JID)
+    }
+
+    /// Index of the first copy in the output it was made for.
+    var start: Int
+    let addresses: Addresses
+
+    var count: Int {
+        switch addresses {
+        case .fanOut(_, let to): to.count
+        case .fanIn(let from, _): from.count
+        }
+    }
+
+    var end: Int { start + count }
+
+    /// The addresses of copy `start + offset`.
+    func addresses(at offset: Int) -> (from: JID, to: JID) {
+        switch addresses {
+        case .fanOut(let from, let to): (from, to[offset])
+        case .fanIn(let from, let to): (from[offset], to)
+        }
+    }
+
+    /// The same run in an output that had `count` stanzas before this one's.
+    func shifted(by count: Int) -> MUCAddressedRun {
+        MUCAddressedRun(start: start + count, addresses: addresses)
+    }
+}
