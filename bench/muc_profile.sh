@@ -11,6 +11,8 @@
 #          after 8 s of quiet, for a diff of which mappings grew (heap arenas, stacks, code);
 #   fill   attaches `perf record -g` for the fill of the room only (from the end of the logins'
 #          settle to the last self-presence), for where the N² presence stanzas' time goes;
+#   writes counts the server's write/read system calls over the same stretch (`perf stat`)
+#          and prints its peak RSS (VmHWM) after it: how many copies go out per write;
 #   anon   prints the lowest RssAnon (heap and stacks, not code) over 5 s of quiet after the
 #          logins and after the fill (SETTLE must be 11 or more), and the difference per occupant;
 #   none   only runs it.
@@ -46,14 +48,23 @@ if [ "$MODE" = anon ]; then
     until [ "$(ss -Htn state established "( sport = :$port )" | wc -l)" -ge "$N" ]; do sleep 0.2; done
     sleep 5; anon_login=$(lowest_status_kib RssAnon 5 0.25)
 fi
-if [ "$MODE" = fill ]; then
+if [ "$MODE" = fill ] || [ "$MODE" = writes ]; then
     until [ "$(ss -Htn state established "( sport = :$port )" | wc -l)" -ge "$N" ]; do sleep 0.2; done
     sleep $(( ${SETTLE:-2} - 1 ))
-    perf record -F ${PERF_FREQ:-1999} -g -p "$server_pid" -o $OUT/perf-fill-$$.data > /dev/null 2>&1 &
+    if [ "$MODE" = fill ]; then
+        perf record -F ${PERF_FREQ:-1999} -g -p "$server_pid" -o $OUT/perf-fill-$$.data > /dev/null 2>&1 &
+    else
+        perf stat -e syscalls:sys_enter_write,syscalls:sys_enter_writev,syscalls:sys_enter_read \
+            -p "$server_pid" -o $OUT/writes-fill-$$.txt > /dev/null 2>&1 &
+    fi
     perf_pid=$!
 fi
 until grep -q 'entered' "$out" 2>/dev/null; do sleep 0.2; done
 if [ "$MODE" = fill ]; then kill -INT $perf_pid; wait $perf_pid || true; echo "perf data: $OUT/perf-fill-$$.data"; fi
+if [ "$MODE" = writes ]; then
+    kill -INT $perf_pid; wait $perf_pid || true
+    echo "fill system calls: $(awk '$2 ~ /^syscalls:sys_enter_/ {sub("syscalls:sys_enter_", "", $2); printf "%s %s ", $2, $1}' $OUT/writes-fill-$$.txt)$(grep VmHWM /proc/$server_pid/status | tr -s ' \t' ' ')"
+fi
 if [ "$MODE" = anon ]; then
     sleep 5; anon_joined=$(lowest_status_kib RssAnon 5 0.25)
     echo "RssAnon: $anon_login KiB logged in, $anon_joined KiB in the room: $(( (anon_joined - anon_login) * 10 / N )) / 10 KiB per occupant"
