@@ -62,7 +62,10 @@ import Testing
             let message = try #require(BOSHTestClient.parse(answer.text)?.elements.first, "\(answer.text)")
             #expect(message.name == "message" && message.firstChild("body")?.text == "to the held one", "\(answer.text)")
             #expect(answer.headers["connection"] == "close", "\(answer)")
-            #expect(await connection.closes(within: .seconds(5)), "the connection stayed open after Connection: close")
+            // A bound, not a timing: the server closes right after the answer, but in a full
+            // CI run this test once took 67 s against half a second alone, and the test
+            // client's loop did not see the close within 5 s.
+            #expect(await connection.closes(within: .seconds(30)), "the connection stayed open after Connection: close")
         }
     }
 
