@@ -334,8 +334,8 @@ public final class MUCService: HostedService {
             // room of N). Their parsed and batched forms for the whole backlog at once were
             // most of the join's peak heap. But each slice is one batch, and a batch writes
             // each session once: with slices of 4,096 a 1,000 fill made 166,000 writes (a
-            // newcomer's presence a write for each occupant), with 65,536 14,000, and took
-            // 3.2–4.1 s instead of 4.2–6.5 (bench/README.md, MUC, thirteenth round). The
+            // newcomer's presence a write for each occupant), with 65,536 13,000–18,000, and
+            // took 3.0–4.1 s instead of 4.2–6.5 (bench/README.md, MUC, thirteenth round). The
             // larger slices' arrays raise the fill's peak by ~15–30 MB, which the allocator
             // hands back once the room is quiet (the settled figure did not move).
             var start = batch.startIndex
