@@ -14,6 +14,15 @@ struct MUCAddressedRun: Sendable {
         case fanIn(from: [JID], to: JID)
     }
 
+    /// Runs of fewer copies are not made: their address arrays (48 bytes a copy) would come
+    /// from the heap of the thread running the room, amid the room's own records, and a room
+    /// of 100 that filled with them seemed to keep ~0.3 KiB more per occupant resident (means
+    /// of 10 and 14 runs; one run's spread is larger: bench/README.md, MUC, thirteenth round),
+    /// where its 4 KiB line is. From this many copies on an
+    /// array is 32 KiB, which the allocator maps and unmaps on its own (`MemoryTrimmer`), and
+    /// the lookups it saves are most of a large room's fill.
+    static let minimumCount = (32 << 10) / MemoryLayout<JID>.stride
+
     /// Index of the first copy in the output it was made for.
     var start: Int
     let addresses: Addresses

@@ -4,15 +4,16 @@ import ParleyCore
 extension MUCRoom {
     /// Available presence from `session` to `room/nick`: an entry, a presence update or a
     /// nickname change. Throws the error the sender gets instead. Returns the addresses of
-    /// the runs of copies it put in `out` (the rest the service reads from the stanzas).
+    /// the runs of copies it put in `out` (the rest the service reads from the stanzas), those
+    /// of `runsFrom` copies or more.
     @discardableResult
     mutating func available(
         _ stanza: XMLElement, from session: JID, nick: String, created: Bool, maxOccupants: Int, assignedNick: Bool = false,
-        out: inout [XMLElement]
+        out: inout [XMLElement], runsFrom minimum: Int = MUCAddressedRun.minimumCount
     ) throws(StanzaError) -> [MUCAddressedRun] {
         readyRecipients()
         if let current = self.nick(of: session) {
-            if current == nick { return [update(stanza, of: current, out: &out)].compactMap { $0 } }
+            if current == nick { return [update(stanza, of: current, out: &out, runsFrom: minimum)].compactMap { $0 } }
             try changeNick(from: current, to: nick, session: session, stanza: stanza, assigned: assignedNick, out: &out)
             return []
         }
@@ -27,12 +28,13 @@ extension MUCRoom {
                 throw StanzaError(.conflict, text: "The nickname '\(nick)' is in use in this room.")
             }
             addSession(session, to: nick)
-            let others = sendOccupants(to: session, withRealJID: seesRealJIDs(occupant(nick) ?? existing), except: nick, out: &out)
+            let others = sendOccupants(
+                to: session, withRealJID: seesRealJIDs(occupant(nick) ?? existing), except: nick, out: &out, runsFrom: minimum)
             out.append(presence(of: occupant(nick) ?? existing, to: session, statuses: selfStatuses(created: false, assignedNick: assignedNick)))
             out.append(contentsOf: historyMessages(to: session, request: Self.historyRequest(stanza)))
             out.append(subjectMessage(to: session))
             out.append(contentsOf: avatarPresence(to: session))
-            return [others]
+            return [others].compactMap { $0 }
         }
         // §7.2.10: a full room; its owners and admins still get in.
         guard occupantCount < maxOccupants || affiliation == .owner || affiliation == .admin else {
@@ -43,14 +45,14 @@ extension MUCRoom {
             role: defaultRole(for: affiliation),
             id: occupantID(for: session), presence: stanza)
         // The newcomer sees real JIDs as its role lets it (§7.2.3: a moderator does).
-        let others = sendOccupants(to: session, withRealJID: seesRealJIDs(occupant), except: nil, out: &out)
+        let others = sendOccupants(to: session, withRealJID: seesRealJIDs(occupant), except: nil, out: &out, runsFrom: minimum)
         add(occupant)
-        let newcomer = broadcastShown(occupant, except: [session], out: &out)
+        let newcomer = broadcastShown(occupant, except: [session], out: &out, runsFrom: minimum)
         out.append(presence(of: occupant, to: session, statuses: selfStatuses(created: created, assignedNick: assignedNick)))
         out.append(contentsOf: historyMessages(to: session, request: Self.historyRequest(stanza)))
         out.append(subjectMessage(to: session))
         out.append(contentsOf: avatarPresence(to: session))
-        return [others, newcomer]
+        return [others, newcomer].compactMap { $0 }
     }
 
     /// Unavailable presence (`stanza`), or the end of the session (nil): the session leaves;
@@ -70,11 +72,11 @@ extension MUCRoom {
 
     /// The occupant's new show/status, to everyone in the room; the addresses of the copies
     /// to the others.
-    private mutating func update(_ stanza: XMLElement, of nick: String, out: inout [XMLElement]) -> MUCAddressedRun? {
+    private mutating func update(_ stanza: XMLElement, of nick: String, out: inout [XMLElement], runsFrom minimum: Int) -> MUCAddressedRun? {
         self.update(nick) { $0.presence = stanza }
         guard let occupant = occupant(nick) else { return nil }
         for session in occupant.sessions { out.append(presence(of: occupant, to: session, statuses: [.selfPresence])) }
-        return broadcastShown(occupant, except: occupant.sessions, out: &out)
+        return broadcastShown(occupant, except: occupant.sessions, out: &out, runsFrom: minimum)
     }
 
     /// §7.6: unavailable from the old nickname with 303 and the new one, then available from

@@ -58,39 +58,48 @@ extension MUCRoom {
     /// Every occupant's presence to `session`, which sees real JIDs or not, except `nick`'s
     /// (the newcomer itself, or another device of the same occupant), in the order of their
     /// nicknames (kept in order as occupants come and go: `nicksInOrder`). Returns the copies'
-    /// addresses.
+    /// addresses when there are `runsFrom` or more of them.
     @discardableResult
-    func sendOccupants(to session: JID, withRealJID: Bool, except nick: String?, out: inout [XMLElement]) -> MUCAddressedRun {
+    func sendOccupants(
+        to session: JID, withRealJID: Bool, except nick: String?, out: inout [XMLElement],
+        runsFrom minimum: Int = MUCAddressedRun.minimumCount
+    ) -> MUCAddressedRun? {
         let to = recipientsBySession[session]?.to ?? MUCRecipient.to(session)
         let start = out.count
+        let addressed = nicksInOrder.count - (nick == nil ? 0 : 1) >= minimum
         var senders: [JID] = []
-        senders.reserveCapacity(nicksInOrder.count)
+        if addressed { senders.reserveCapacity(nicksInOrder.count) }
         for other in nicksInOrder where other != nick {
             guard let occupant = occupants[other] else { continue }
             let shown = shownPresence(of: occupant, withRealJID: withRealJID)
             out.append(shown.template.instance(to))
-            senders.append(shown.from)
+            if addressed { senders.append(shown.from) }
         }
-        return MUCAddressedRun(start: start, addresses: .fanIn(from: senders, to: session))
+        return addressed ? MUCAddressedRun(start: start, addresses: .fanIn(from: senders, to: session)) : nil
     }
 
     /// `occupant`'s presence to every session in the room but `own` (the occupant's). Returns
-    /// the copies' addresses.
+    /// the copies' addresses when there are `runsFrom` or more of them.
     @discardableResult
-    func broadcastShown(_ occupant: MUCOccupant, except own: MUCCompactList<JID>, out: inout [XMLElement]) -> MUCAddressedRun {
+    func broadcastShown(
+        _ occupant: MUCOccupant, except own: MUCCompactList<JID>, out: inout [XMLElement],
+        runsFrom minimum: Int = MUCAddressedRun.minimumCount
+    ) -> MUCAddressedRun? {
         var templates: [XMLStanzaTemplate?] = [nil, nil]
         var from: JID?
         let everyoneSeesRealJIDs = configuration.whois == .anyone
         let start = out.count
+        let addressed = recipientsBySession.count - own.count >= minimum
         var sessions: [JID] = []
-        sessions.reserveCapacity(recipientsBySession.count)
+        if addressed { sessions.reserveCapacity(recipientsBySession.count) }
         for (session, recipient) in recipientsBySession where !own.contains(session) {
             let withRealJID = everyoneSeesRealJIDs || recipient.isModerator
             let slot = withRealJID ? 1 : 0
             if templates[slot] == nil { (templates[slot], from) = shownPresence(of: occupant, withRealJID: withRealJID) }
             out.append(templates[slot].unsafelyUnwrapped.instance(recipient.to ?? MUCRecipient.to(session)))
-            sessions.append(session)
+            if addressed { sessions.append(session) }
         }
+        guard addressed else { return nil }
         return MUCAddressedRun(start: start, addresses: .fanOut(from: from ?? occupantJID(occupant.nick), to: sessions))
     }
 

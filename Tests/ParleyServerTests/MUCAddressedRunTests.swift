@@ -30,32 +30,44 @@ import Testing
         room.configuration.whois = .moderators
         var out: [XMLElement] = []
         // The owner is a moderator, so it gets the presences with real JIDs; the others not.
-        let first = try room.available(Self.entry, from: Self.session("owner"), nick: "owner", created: true, maxOccupants: 100, out: &out)
+        let first = try room.available(Self.entry, from: Self.session("owner"), nick: "owner", created: true, maxOccupants: 100, out: &out, runsFrom: 0)
         Self.expectRunsMatch(first, out)
         #expect(first.map(\.count) == [0, 0], "the first occupant sees nobody and nobody sees it")
         for (index, user) in ["bob", "carol", "dave"].enumerated() {
             out = [XMLElement("message", namespace: XMLNamespace.client)]  // runs count from where `out` was
-            let runs = try room.available(Self.entry, from: Self.session(user), nick: user, created: false, maxOccupants: 100, out: &out)
+            let runs = try room.available(Self.entry, from: Self.session(user), nick: user, created: false, maxOccupants: 100, out: &out, runsFrom: 0)
             Self.expectRunsMatch(runs, out)
             #expect(runs.map(\.count) == [index + 1, index + 1], "the occupants to \(user), and \(user) to them")
             #expect(runs.first?.start == 1)
         }
         // Another device of an occupant: the others' presences to it, as one run.
         out = []
-        let device = try room.available(Self.entry, from: Self.session("carol", "laptop"), nick: "carol", created: false, maxOccupants: 100, out: &out)
+        let device = try room.available(Self.entry, from: Self.session("carol", "laptop"), nick: "carol", created: false, maxOccupants: 100, out: &out, runsFrom: 0)
         Self.expectRunsMatch(device, out)
         #expect(device.map(\.count) == [3])
         // A presence update: to every session but the occupant's own two.
         out = []
         var away = Self.entry
         away.append(XMLElement("show", text: "away"))
-        let update = try room.available(away, from: Self.session("carol"), nick: "carol", created: false, maxOccupants: 100, out: &out)
+        let update = try room.available(away, from: Self.session("carol"), nick: "carol", created: false, maxOccupants: 100, out: &out, runsFrom: 0)
         Self.expectRunsMatch(update, out)
         #expect(update.map(\.count) == [3])
         #expect(out.count == 5, "two self-presences, three to the others")
         // A nickname change has no runs: the service reads those copies' addresses.
         out = []
-        let renamed = try room.available(Self.entry, from: Self.session("dave"), nick: "david", created: false, maxOccupants: 100, out: &out)
+        let renamed = try room.available(Self.entry, from: Self.session("dave"), nick: "david", created: false, maxOccupants: 100, out: &out, runsFrom: 0)
         #expect(renamed.isEmpty && !out.isEmpty)
+    }
+
+    @Test func aSmallRoomMakesNoRuns() throws {
+        // Its copies go by their own addresses: see `MUCAddressedRun.minimumCount`.
+        var room = try MUCRoom(jid: Self.room, locked: false, owner: Self.session("owner").bare)
+        var out: [XMLElement] = []
+        for user in ["owner", "bob", "carol"] {
+            let runs = try room.available(Self.entry, from: Self.session(user), nick: user, created: false, maxOccupants: 100, out: &out)
+            #expect(runs.isEmpty)
+        }
+        #expect(out.count == 3 + 3 + 3 * 2, "the occupants' lists, the newcomers to the others, each one's self-presence and subject")
+        #expect(MUCAddressedRun.minimumCount == 682)
     }
 }
