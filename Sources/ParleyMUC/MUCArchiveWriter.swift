@@ -78,8 +78,13 @@ final class MUCArchiveWriter: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         let wasEmpty = queued.isEmpty
-        if case .append(let new) = operation, case .append(let pending)? = queued.last {
-            queued[queued.count - 1] = .append(pending + new)
+        if case .append(let new) = operation, case .append(var pending)? = queued.last {
+            // Taken out first, so the list is extended in place: `pending + new` copied the
+            // whole batch (up to `gatherLimit` messages) for every message, on the room's
+            // thread and under the service's lock.
+            queued.removeLast()
+            pending.append(contentsOf: new)
+            queued.append(.append(pending))
         } else {
             queued.append(operation)
         }
