@@ -147,20 +147,24 @@ public struct XMLElement: Sendable {
     public func attribute(_ name: String, namespace: String? = nil) -> String? {
         switch content {
         case .built(let attributes, _):
-            for attribute in attributes where attribute.name == name && attribute.namespace == namespace {
-                return attribute.value
-            }
-            return nil
+            return Self.value(of: name, namespace: namespace, in: attributes)
         case .arena(let arena, let node):
             return arena.attributeValue(of: node, name: name, namespace: namespace)
         case .verbatim(let verbatim):
             return verbatim.element.attribute(name, namespace: namespace)
         case .templated(let template, let own):
-            for attribute in own where attribute.name == name && attribute.namespace == namespace {
-                return attribute.value
-            }
-            return template.element.attribute(name, namespace: namespace)
+            return Self.value(of: name, namespace: namespace, in: own) ?? template.element.attribute(name, namespace: namespace)
         }
+    }
+
+    /// Compares the attributes where they are: a `for … in` copied each one (its three
+    /// strings retained and released) to compare its name, and a room's fan-out asks each
+    /// copy's `type` (bench/README.md, MUC, fourteenth round).
+    private static func value(of name: String, namespace: String?, in attributes: [XMLAttribute]) -> String? {
+        for index in attributes.indices where attributes[index].name == name && attributes[index].namespace == namespace {
+            return attributes[index].value
+        }
+        return nil
     }
 
     /// Sets, replaces or (with `nil`) removes an attribute, keeping the others in order.

@@ -16,7 +16,9 @@ import NIOCore
 public final class DeliveryBatch {
     enum Work: Sendable {
         case closure(@Sendable () -> Void)
-        case session(NIOLoopBound<C2SSessionHandler>, SessionDelivery)
+        /// The handler's identity is kept beside it: reading it through the loop-bound box
+        /// checks the loop each time.
+        case session(NIOLoopBound<C2SSessionHandler>, ObjectIdentifier, SessionDelivery)
     }
 
     private var groups: [(loop: any EventLoop, work: [Work])] = []
@@ -31,17 +33,24 @@ public final class DeliveryBatch {
     }
 
     /// `delivery` for the handler attached to a session, written on the handler's loop.
-    func add(_ delivery: SessionDelivery, for handler: NIOLoopBound<C2SSessionHandler>, on loop: any EventLoop) {
-        add(.session(handler, delivery), on: loop)
+    func add(_ delivery: SessionDelivery, for handler: NIOLoopBound<C2SSessionHandler>, id: ObjectIdentifier, on loop: any EventLoop) {
+        add(.session(handler, id, delivery), on: loop)
     }
 
     private func add(_ work: Work, on loop: any EventLoop) {
-        if let index = groups.firstIndex(where: { $0.loop === loop }) {
+        // A fan-out adds to the same loop many times in a row.
+        if lastGroup < groups.count, groups[lastGroup].loop === loop {
+            groups[lastGroup].work.append(work)
+        } else if let index = groups.firstIndex(where: { $0.loop === loop }) {
+            lastGroup = index
             groups[index].work.append(work)
         } else {
+            lastGroup = groups.count
             groups.append((loop, [work]))
         }
     }
+
+    private var lastGroup = 0
 
     public func submit() {
         let groups = self.groups
@@ -64,23 +73,28 @@ public final class DeliveryBatch {
     /// stanza in the work. A room's message is one stanza per session, so each copy leaves as
     /// soon as it is written instead of after every other session's; several messages
     /// gathered in one batch (a busy room) still cost each session one flush.
+    ///
+    /// The work is read where it lies: iterating it by value copied every item (its handler
+    /// and its stanza retained and released), twice, for each copy of a room's message.
     private static func run(_ work: [Work]) {
         var lastStanza: [ObjectIdentifier: Int] = [:]
-        if work.count > 1 {
-            lastStanza.reserveCapacity(work.count)
-            for (index, item) in work.enumerated() {
-                if case .session(let bound, _) = item { lastStanza[ObjectIdentifier(bound.value)] = index }
+        work.withUnsafeBufferPointer { work in
+            if work.count > 1 {
+                lastStanza.reserveCapacity(work.count)
+                for index in work.indices {
+                    if case .session(_, let id, _) = work[index] { lastStanza[id] = index }
+                }
             }
-        }
-        for (index, item) in work.enumerated() {
-            switch item {
-            case .closure(let body):
-                body()
-            case .session(let bound, let delivery):
-                let handler = bound.value
-                handler.flushDeferred = true
-                handler.receive(delivery)
-                if work.count == 1 || lastStanza[ObjectIdentifier(handler)] == index { handler.flushDeferredWrites() }
+            for index in work.indices {
+                switch work[index] {
+                case .closure(let body):
+                    body()
+                case .session(let bound, let id, let delivery):
+                    let handler = bound.value
+                    handler.flushDeferred = true
+                    handler.receive(delivery)
+                    if work.count == 1 || lastStanza[id] == index { handler.flushDeferredWrites() }
+                }
             }
         }
     }

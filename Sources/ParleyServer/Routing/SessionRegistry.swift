@@ -110,20 +110,25 @@ public final class SessionRegistry: Sendable {
         return accounts.withLockedValue { $0[full.bare]?[resource] }
     }
 
-    /// The session bound at each full JID of `fulls` (nil where there is none or nothing was
-    /// asked), in one look at the registry: a room's message goes to every occupant's session,
-    /// and a lock taken per copy, from every event loop at once, was a measurable share.
-    func sessions(at fulls: [JID?]) -> [SessionHandle?] {
+    /// The session bound at the `to` of each delivery in `deliveries` for which `asked` says
+    /// so (nil for the others, or where there is none), in one look at the registry: a room's
+    /// message goes to every occupant's session, and a lock taken per copy, from every event
+    /// loop at once, was a measurable share. The addresses are read where they lie.
+    func sessions(at deliveries: UnsafeBufferPointer<HostedDelivery>, where asked: [Bool]) -> [SessionHandle?] {
         accounts.withLockedValue { accounts in
-            var last: (full: JID, session: SessionHandle?)?
-            return fulls.map { full -> SessionHandle? in
-                guard let full, let resource = full.resourcepart else { return nil }
+            var found = [SessionHandle?](repeating: nil, count: deliveries.count)
+            var last: Int?
+            for index in deliveries.indices where asked[index] {
+                guard let resource = deliveries[index].to.resourcepart else { continue }
                 // A newcomer to a room gets every occupant's presence in a row.
-                if let last, last.full == full { return last.session }
-                let session = accounts[full.bare]?[resource]
-                last = (full, session)
-                return session
+                if let last, deliveries[last].to == deliveries[index].to {
+                    found[index] = found[last]
+                } else {
+                    found[index] = accounts[deliveries[index].to.bare]?[resource]
+                }
+                last = index
             }
+            return found
         }
     }
 

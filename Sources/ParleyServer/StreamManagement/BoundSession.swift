@@ -193,7 +193,7 @@ final class BoundSession: Sendable {
         switch action {
         case .hop(let attachment):
             if let batch {
-                batch.add(delivery, for: attachment.handler, on: attachment.eventLoop)
+                batch.add(delivery, for: attachment.handler, id: attachment.id, on: attachment.eventLoop)
             } else {
                 attachment.run { $0.receive(delivery) }
             }
