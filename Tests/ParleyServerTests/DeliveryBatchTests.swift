@@ -37,6 +37,37 @@ import Testing
         try await group.shutdownGracefully()
     }
 
+    /// A fan-out adds runs to one loop, then to another, then to the first again; a batch is
+    /// used again after a submit. Each loop still gets exactly its own work, in order.
+    @Test func runsForOneLoopAndABatchUsedAgainKeepEachLoopsOrder() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let loops = [group.next(), group.next()]
+        #expect(loops[0] !== loops[1])
+        let ran = NIOLockedValueBox([[Int]](repeating: [], count: 2))
+        let batch = DeliveryBatch()
+        func add(_ index: Int, to loopIndex: Int) {
+            let loop = loops[loopIndex]
+            batch.add(on: loop) {
+                #expect(loop.inEventLoop)
+                ran.withLockedValue { $0[loopIndex].append(index) }
+            }
+        }
+        let rounds: [[Int]] = [[0, 0, 0, 1, 1, 0, 1, 1, 1, 0], [1, 1, 0, 0, 1], [0]]
+        var expected = [[Int]](repeating: [], count: 2)
+        var index = 0
+        for round in rounds {
+            for loopIndex in round {
+                add(index, to: loopIndex)
+                expected[loopIndex].append(index)
+                index += 1
+            }
+            batch.submit()
+            for loop in loops { try await loop.submit {}.get() }
+            #expect(ran.withLockedValue { $0 } == expected)
+        }
+        try await group.shutdownGracefully()
+    }
+
     /// Submitted on one of its loops, the batch hands the other loops their work before it
     /// runs its own: a room's fan-out goes out on both loops side by side, not one half after
     /// the other.
