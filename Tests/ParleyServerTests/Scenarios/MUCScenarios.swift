@@ -1,3 +1,4 @@
+import Foundation
 import ParleyCore
 @testable import ParleyServer
 import Testing
@@ -174,6 +175,54 @@ import Testing
             try await laptop.send(
                 "<presence to='\(MUCScenarios.room)/Carol'><x xmlns='\(MUC.muc)'><history maxstanzas='0'/></x></presence>")
             #expect(try await laptop.enterReplies().history.isEmpty)
+        }
+    }
+}
+
+extension MUCHistoryScenarios {
+    /// §7.2.14's other limits: `maxchars` counts whole stanzas (each message here is over
+    /// 1,000 characters and under 1,500), `since` keeps what came after a moment, `seconds`
+    /// what came in the last that many seconds; all of them apply together.
+    @Test func maxcharsSecondsAndSinceEachLimitTheHistory() async throws {
+        try await MUC.with { server in
+            let alice = try await server.im("alice")
+            try await MUC.createInstantRoom(alice, "team", nick: "Alice")
+            let body = String(repeating: "x", count: 1000)
+            func say(_ id: String) async throws {
+                try await alice.send("<message to='\(MUCScenarios.room)' type='groupchat' id='\(id)'><body>\(body)</body></message>")
+                try await alice.expectMessage(id: id)
+            }
+            try await say("h1")
+            try await Task.sleep(for: .milliseconds(1500))
+            let between = Date()
+            try await Task.sleep(for: .milliseconds(2500))
+            try await say("h2")
+            try await say("h3")
+
+            // The attributes are made once the session is up, right before it enters.
+            func history(_ resource: String, _ attributes: @autoclosure () -> String) async throws -> [String?] {
+                let bob = try await server.im("bob", resource, available: false)
+                try await bob.send(
+                    "<presence to='\(MUCScenarios.room)/Bob'><x xmlns='\(MUC.muc)'><history \(attributes())/></x></presence>")
+                return try await bob.enterReplies().history.map(\.id)
+            }
+            #expect(try await history("c1", "maxchars='2000'") == ["h3"])
+            #expect(try await history("c2", "maxchars='3200'") == ["h2", "h3"])
+            #expect(try await history("c3", "maxchars='0'") == [])
+            #expect(try await history("c4", "maxchars='100000'") == ["h1", "h2", "h3"])
+
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            #expect(try await history("s1", "since='\(formatter.string(from: between))'") == ["h2", "h3"])
+            #expect(try await history("s2", "since='\(formatter.string(from: between.addingTimeInterval(-3600)))'") == ["h1", "h2", "h3"])
+            #expect(try await history("s3", "since='\(formatter.string(from: Date().addingTimeInterval(60)))'") == [])
+
+            // h1 came more than this many seconds ago, h2 and h3 fewer (with over a second to
+            // spare for the join itself).
+            #expect(try await history("t1", "seconds='\(Int(Date().timeIntervalSince(between)))'") == ["h2", "h3"])
+            #expect(try await history("t2", "seconds='3600'") == ["h1", "h2", "h3"])
+            #expect(try await history("t3", "seconds='3600' maxstanzas='1'") == ["h3"])
+            #expect(try await history("t4", "since='\(formatter.string(from: between))' maxchars='2000'") == ["h3"])
         }
     }
 }
