@@ -45,7 +45,7 @@ extension MUCRoom {
     /// empty. Only that occupant's message is refused: the room goes on for the others.
     mutating func charge(_ session: JID, _ limit: MUCRateLimit) throws(StanzaError) {
         guard let nick = nick(of: session) else { return }
-        guard takeSpeechToken(of: nick, limit) != false else {
+        guard takeSpeechToken(of: nick, limit) else {
             throw StanzaError(
                 .policyViolation, type: .wait,
                 text: "You are sending messages too fast for this room (at most \(limit.burst) at once, then "

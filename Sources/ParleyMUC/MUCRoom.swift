@@ -120,13 +120,13 @@ struct MUCRoom: Sendable {
         }
     }
 
-    /// Takes a token from the occupant's rate-limit bucket, in place (nil if no one has the
-    /// nickname). Nothing else in the room derives from the bucket, so this skips `update`'s
-    /// work of keeping the recipients and the shared presences in step, which made charging
-    /// a groupchat message cost more than building its copies (bench/README.md, MUC,
-    /// fourteenth round).
-    mutating func takeSpeechToken(of nick: String, _ limit: MUCRateLimit) -> Bool? {
-        occupants[nick]?.speech.take(limit)
+    /// Takes a token from the occupant's rate-limit bucket, in place; true if there was one
+    /// (or no one has the nickname: nothing to charge). Nothing else in the room derives from
+    /// the bucket, so this skips `update`'s work of keeping the recipients and the shared
+    /// presences in step, which made charging a groupchat message cost more than building the
+    /// template its copies share (bench/README.md, MUC, fourteenth round).
+    mutating func takeSpeechToken(of nick: String, _ limit: MUCRateLimit) -> Bool {
+        occupants[nick]?.speech.take(limit) ?? true
     }
 
     /// `session` among the recipients, its `to` made once for as long as it stays.

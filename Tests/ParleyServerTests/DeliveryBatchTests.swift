@@ -9,19 +9,10 @@ import Testing
 /// the order it was added.
 @Suite struct DeliveryBatchTests {
     @Test func nothingRunsBeforeSubmitAndEachLoopKeepsItsOrder() async throws {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        let loops = [group.next(), group.next()]
-        #expect(loops[0] !== loops[1])
+        let (group, loops) = Self.twoLoops()
         let ran = NIOLockedValueBox([[Int]](repeating: [], count: 2))
         let batch = DeliveryBatch()
-        for index in 0..<200 {
-            let loopIndex = index % 2
-            let loop = loops[loopIndex]
-            batch.add(on: loop) {
-                #expect(loop.inEventLoop)
-                ran.withLockedValue { $0[loopIndex].append(index) }
-            }
-        }
+        for index in 0..<200 { Self.add(index, on: index % 2, of: loops, to: batch, recordingIn: ran) }
         // Give the loops a chance to run anything handed to them too early.
         try await loops[0].scheduleTask(in: .milliseconds(20)) {}.futureResult.get()
         #expect(ran.withLockedValue { $0 } == [[], []])
@@ -40,24 +31,15 @@ import Testing
     /// A fan-out adds runs to one loop, then to another, then to the first again; a batch is
     /// used again after a submit. Each loop still gets exactly its own work, in order.
     @Test func runsForOneLoopAndABatchUsedAgainKeepEachLoopsOrder() async throws {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        let loops = [group.next(), group.next()]
-        #expect(loops[0] !== loops[1])
+        let (group, loops) = Self.twoLoops()
         let ran = NIOLockedValueBox([[Int]](repeating: [], count: 2))
         let batch = DeliveryBatch()
-        func add(_ index: Int, to loopIndex: Int) {
-            let loop = loops[loopIndex]
-            batch.add(on: loop) {
-                #expect(loop.inEventLoop)
-                ran.withLockedValue { $0[loopIndex].append(index) }
-            }
-        }
         let rounds: [[Int]] = [[0, 0, 0, 1, 1, 0, 1, 1, 1, 0], [1, 1, 0, 0, 1], [0]]
         var expected = [[Int]](repeating: [], count: 2)
         var index = 0
         for round in rounds {
             for loopIndex in round {
-                add(index, to: loopIndex)
+                Self.add(index, on: loopIndex, of: loops, to: batch, recordingIn: ran)
                 expected[loopIndex].append(index)
                 index += 1
             }
@@ -72,9 +54,7 @@ import Testing
     /// runs its own: a room's fan-out goes out on both loops side by side, not one half after
     /// the other.
     @Test func submittedOnALoopTheOtherLoopsStartBeforeItsOwnWorkEnds() async throws {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        let loops = [group.next(), group.next()]
-        #expect(loops[0] !== loops[1])
+        let (group, loops) = Self.twoLoops()
         let otherStarted = ConditionLock(value: false)
         let sawOther = try await loops[0].submit { () -> Bool in
             let batch = DeliveryBatch()
@@ -95,5 +75,25 @@ import Testing
         }.get()
         #expect(sawOther)
         try await group.shutdownGracefully()
+    }
+
+    /// A group of two loops (they must be two: the tests tell their work apart).
+    private static func twoLoops() -> (MultiThreadedEventLoopGroup, [any EventLoop]) {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let loops = [group.next(), group.next()]
+        #expect(loops[0] !== loops[1])
+        return (group, loops)
+    }
+
+    /// Work for `loops[loopIndex]` that checks it runs there and records `index` in its list.
+    private static func add(
+        _ index: Int, on loopIndex: Int, of loops: [any EventLoop], to batch: DeliveryBatch,
+        recordingIn ran: NIOLockedValueBox<[[Int]]>
+    ) {
+        let loop = loops[loopIndex]
+        batch.add(on: loop) {
+            #expect(loop.inEventLoop)
+            ran.withLockedValue { $0[loopIndex].append(index) }
+        }
     }
 }

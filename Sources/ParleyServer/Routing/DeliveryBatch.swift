@@ -22,7 +22,9 @@ public final class DeliveryBatch {
     }
 
     private var groups: [(loop: any EventLoop, work: [Work])] = []
-
+    /// The group the last addition went to: a fan-out adds to the same loop many times in a
+    /// row. Checked against the loop before use, so it may be stale (past the end after a
+    /// submit).
     public init() {}
 
     /// Whether nothing waits for `submit()`.
@@ -38,7 +40,6 @@ public final class DeliveryBatch {
     }
 
     private func add(_ work: Work, on loop: any EventLoop) {
-        // A fan-out adds to the same loop many times in a row.
         if lastGroup < groups.count, groups[lastGroup].loop === loop {
             groups[lastGroup].work.append(work)
         } else if let index = groups.firstIndex(where: { $0.loop === loop }) {

@@ -62,9 +62,9 @@ import Testing
             let message = try #require(BOSHTestClient.parse(answer.text)?.elements.first, "\(answer.text)")
             #expect(message.name == "message" && message.firstChild("body")?.text == "to the held one", "\(answer.text)")
             #expect(answer.headers["connection"] == "close", "\(answer)")
-            // A bound, not a timing: the server closes right after the answer, but in a full
-            // CI run this test once took 67 s against half a second alone, and the test
-            // client's loop did not see the close within 5 s.
+            // A bound, not a timing: the server closes right after the answer. In loaded full
+            // runs the close was once not seen within 5 s and once not within 30 s, so the
+            // bound is not what makes this test fail now and then; the cause is not found yet.
             #expect(await connection.closes(within: .seconds(30)), "the connection stayed open after Connection: close")
         }
     }
