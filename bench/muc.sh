@@ -15,7 +15,12 @@
 #   - throughput: SENDERS occupants each keep WINDOW groupchat messages that have not come
 #     back to them from the room, for PHASE_SECONDS -> deliveries per second (a message to
 #     N occupants is N deliveries), send-to-arrival latency, server CPU per delivery;
-#   - rate: RATE messages/s in all, evenly paced, for PHASE_SECONDS -> p50/p99 latency, CPU;
+#   - rate: RATE messages/s in all, evenly paced, for RATE_SECONDS (30) in rooms of up to 100
+#     and PHASE_SECONDS in larger ones -> p50/p99 latency, CPU. A message's copies arrive
+#     together, so a p99 over the deliveries is about the slowest 1 % of messages: over 10 s
+#     (200 messages) that was the second slowest, one stall of the machine; over 30 s it is
+#     the sixth. In a room of 1,000 the rate is 20,000 deliveries/s, more than Prosody's one
+#     thread keeps up with, and its backlog would grow with the phase;
 #   every message must reach every occupant (its sender included) exactly once (lost, dup),
 #   and no error may come back. Server CPU is user+system from /proc/PID/stat: parleyd's
 #   process, Prosody's Lua process, ejabberd's beam.smp. The load generator's own CPU is
@@ -26,9 +31,10 @@
 #
 # Needs the release builds of parleyd and ParleyBench (make bench builds them), prosody, and
 # ejabberd (installed from Debian here when missing, without starting its service; needs root).
-# Knobs: ROOM_SIZES WARM_ROOM SENDERS PHASE_SECONDS WINDOW RATE BODY_BYTES THREADS SERVERS BENCH_TMP_PARENT KEEP_TMP
-# JOIN_TIMEOUT (seconds a room may take to fill; a server that needs longer is reported with
-# what it reached), BEFORE_PARLEYD (a second parleyd binary, measured as server
+# Knobs: ROOM_SIZES WARM_ROOM SENDERS PHASE_SECONDS RATE_SECONDS WINDOW RATE BODY_BYTES THREADS
+# SERVERS BENCH_TMP_PARENT KEEP_TMP, LATENCY_LOG (a directory: each rate phase's messages, when
+# sent and their first and last copy's latency, to NAME-SIZE.txt), JOIN_TIMEOUT (seconds a
+# room may take to fill; a server that needs longer is reported with what it reached), BEFORE_PARLEYD (a second parleyd binary, measured as server
 # `parleyd_before` with its own data, seeded by BEFORE_BENCH if given: add it to SERVERS for a
 # before/after run).
 # The sizes are the outer loop: every server's part for one size runs before the next size,
@@ -40,6 +46,8 @@ ROOM_SIZES=${ROOM_SIZES:-"10 100 1000"}
 WARM_ROOM=${WARM_ROOM:-1}
 SENDERS=${SENDERS:-4}
 PHASE_SECONDS=${PHASE_SECONDS:-10}
+RATE_SECONDS=${RATE_SECONDS:-30}
+LATENCY_LOG=${LATENCY_LOG:-}
 WINDOW=${WINDOW:-2}
 RATE=${RATE:-20}
 BODY_BYTES=${BODY_BYTES:-100}
@@ -103,9 +111,10 @@ record() { # name.size RESULT-lines
 }
 
 for size in $ROOM_SIZES; do
+    rate_seconds=$([ "$size" -le 100 ] && echo "$RATE_SECONDS" || echo "$PHASE_SECONDS")
     for name in $SERVERS; do
         echo "== $name: a room of $size occupants: $PHASE_SECONDS s with $SENDERS senders × $WINDOW messages in" \
-            "flight, $PHASE_SECONDS s at $RATE messages/s (load average $(cut -d ' ' -f 1-3 /proc/loadavg))"
+            "flight, $rate_seconds s at $RATE messages/s (load average $(cut -d ' ' -f 1-3 /proc/loadavg))"
         if [ "$name" = ejabberd ]; then
             if [ -z "$ejabberd_registered" ]; then
                 ejabberd_port=$(free_port)
@@ -137,9 +146,12 @@ for size in $ROOM_SIZES; do
         fi
         sleep 1
         status=0
+        log=()
+        if [ -n "$LATENCY_LOG" ]; then mkdir -p "$LATENCY_LOG"; log=(--latency-log "$LATENCY_LOG/$name-$size.txt"); fi
         out=$("$BENCH" muc --port "$port" --occupants "$size" --senders "$SENDERS" --seconds "$PHASE_SECONDS" \
-            --window "$WINDOW" --rate "$RATE" --body-bytes "$BODY_BYTES" --threads "$THREADS" --password "$PASSWORD" \
-            --server-pid "$server_pid" --join-timeout "$JOIN_TIMEOUT" --label "$name-$size") || status=$?
+            --rate-seconds "$rate_seconds" --window "$WINDOW" --rate "$RATE" --body-bytes "$BODY_BYTES" \
+            --threads "$THREADS" --password "$PASSWORD" --server-pid "$server_pid" --join-timeout "$JOIN_TIMEOUT" \
+            --label "$name-$size" "${log[@]}") || status=$?
         grep -v '^RESULT' <<< "$out" || true
         record "$name.$size" "$out"
         if [ "$status" != 0 ]; then
@@ -153,8 +165,9 @@ done
 get() { echo "${result[$1]:--}"; }
 ok() { [[ " $failed " != *" $1 "* && " $failed " != *" ${1%%.*}-start "* ]]; }
 echo
-echo "MUC benchmark: one room per size; $SENDERS senders, $PHASE_SECONDS s per phase; full speed with $WINDOW" \
-    "messages in flight per sender; fixed rate $RATE messages/s; CPU = server user+system µs per delivery" \
+echo "MUC benchmark: one room per size; $SENDERS senders; full speed with $WINDOW messages in flight" \
+    "per sender for $PHASE_SECONDS s; fixed rate $RATE messages/s for $RATE_SECONDS s (rooms over 100:" \
+    "$PHASE_SECONDS s); CPU = server user+system µs per delivery" \
     "(a message to N occupants is N deliveries); KiB/occ = server RSS in the room minus logged in, per occupant;" \
     "anon = the same for anonymous memory only (RssAnon: heap and stacks, not the executable's pages);" \
     "1st_room = what the warm-up room of up to 20, entered and left before, left resident (KiB, whole server)"

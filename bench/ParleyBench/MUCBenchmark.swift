@@ -29,7 +29,7 @@ import Glibc
 enum MUCBenchmark: Benchmark {
     static var name: String { "muc" }
     static var summary: String {
-        "N occupants in one room, S senders: --port P --occupants N [--senders S] [--seconds T] [--window W] [--rate R] [--server-pid PID]"
+        "N occupants in one room, S senders: --port P --occupants N [--senders S] [--seconds T] [--window W] [--rate R] [--rate-seconds T] [--latency-log FILE] [--server-pid PID]"
     }
 
     static func run(arguments: [String]) throws {
@@ -38,7 +38,7 @@ enum MUCBenchmark: Benchmark {
             valueOptions: [
                 "--host", "--port", "--domain", "--service", "--room", "--occupants", "--senders", "--first-user", "--prefix",
                 "--password", "--threads", "--seconds", "--window", "--rate", "--phases", "--server-pid", "--label",
-                "--body-bytes", "--settle", "--join-timeout",
+                "--body-bytes", "--settle", "--join-timeout", "--latency-log", "--rate-seconds",
             ])
         let occupants = max(2, try options.int("--occupants", default: 100))
         let settings = LoginBenchmark.Settings(
@@ -56,12 +56,14 @@ enum MUCBenchmark: Benchmark {
         let room = try options.string("--room", default: "bench\(occupants)") + "@" + service
         let senders = min(occupants, max(1, try options.int("--senders", default: 4)))
         let seconds = Double(try options.string("--seconds", default: "10")) ?? 10
+        let rateSeconds = Double(try options.string("--rate-seconds", default: "\(seconds)")) ?? seconds
         let settle = Double(try options.string("--settle", default: "11")) ?? 11
         let joinTimeout = Double(try options.int("--join-timeout", default: 600))
         let window = max(1, try options.int("--window", default: 2))
         let rate = max(1, try options.int("--rate", default: 20))
         let bodyBytes = try options.int("--body-bytes", default: 100)
         let phases = try options.string("--phases", default: "throughput,rate").split(separator: ",").map(String.init)
+        let latencyLog = try options.optionalString("--latency-log")
         for phase in phases where phase != "throughput" && phase != "rate" {
             throw UsageError(description: "unknown phase '\(phase)' (throughput, rate)")
         }
@@ -113,8 +115,9 @@ enum MUCBenchmark: Benchmark {
 
         for phase in phases {
             let mode: MUCRun.Mode = phase == "rate" ? .paced(perSecond: rate) : .window(window)
-            let result = run.phase(mode, seconds: seconds, server: server)
+            let result = run.phase(mode, seconds: phase == "rate" ? rateSeconds : seconds, server: server)
             healthy = healthy && result.clean
+            if let latencyLog, phase == "rate" { writeLatencyLog(result.perMessage, to: latencyLog, rate: rate, senders: senders) }
             let what = phase == "rate" ? "rate \(rate) messages/s" : "throughput, \(senders) senders × window \(window)"
             say(
                 "\(label) \(what): \(result.sent) sent (\(format(result.messageRate, 1))/s), "
@@ -139,6 +142,28 @@ enum MUCBenchmark: Benchmark {
         }
         exit(healthy ? 0 : 1)
     }
+}
+
+/// Appends the rate phase's messages to `path`, in the order they were sent: when (ms after
+/// the phase began, from the pacing), the first copy's and the last copy's latency (ms). A
+/// p99 over a few hundred messages is its few slowest; this shows whether they come together,
+/// at a period (a timer), or alone.
+func writeLatencyLog(_ perMessage: [Int: (first: Int64, last: Int64)], to path: String, rate: Int, senders: Int) {
+    let interval = 1e3 / Double(rate)
+    let rows = perMessage.map { key, spread in
+        (sentMs: interval * Double(key >> 32) + interval * Double(senders) * Double(key & 0xFFFF_FFFF), spread: spread)
+    }.sorted { $0.sentMs < $1.sentMs }
+    var text = ""
+    for row in rows {
+        text += "\(format(row.sentMs, 1)) \(format(Double(row.spread.first) / 1e6, 3)) \(format(Double(row.spread.last) / 1e6, 3))\n"
+    }
+    guard let handle = FileHandle(forWritingAtPath: path) ?? {
+        FileManager.default.createFile(atPath: path, contents: nil)
+        return FileHandle(forWritingAtPath: path)
+    }() else { return say("cannot write \(path)") }
+    handle.seekToEndOfFile()
+    handle.write(Data(text.utf8))
+    try? handle.close()
 }
 
 /// The server's RSS after `seconds` of quiet: the smallest of the readings taken every half
@@ -199,6 +224,8 @@ final class MUCRun: Sendable {
         /// Per message: when its first copy arrived, and its last (the whole fan-out).
         var firstArrival = LatencySummary([])
         var lastArrival = LatencySummary([])
+        /// Per message (the sender's slot and its index in the phase): its first and last copy's latency.
+        var perMessage: [Int: (first: Int64, last: Int64)] = [:]
         var cpuSeconds: Double?
         var clientCPUSeconds = 0.0
 
@@ -393,6 +420,7 @@ final class MUCRun: Sendable {
                 spread[message] = (min(known.first, latency), max(known.last, latency))
             }
         }
+        result.perMessage = spread
         result.firstArrival = LatencySummary(spread.values.map(\.first))
         result.lastArrival = LatencySummary(spread.values.map(\.last))
         result.seconds = Double(((result.delivered > 0 ? last : drainEnd) - start).nanoseconds) / 1e9
