@@ -21,11 +21,13 @@ import Testing
             try await bob.expectPresence(from: "alice@localhost/web")
             try await web.settle()
             // No request for longer than `inactivity`: as a TCP connection gone, the
-            // session ends and its contacts see it go. (Counted from the last answer, not
-            // from when `settle` saw it: on a loaded machine that is 100 ms later and more.)
+            // session ends and its contacts see it go. The server counts from when it wrote
+            // the last answer; the client's clock starts when it read it, which in a loaded
+            // full run was once 127 ms later: the bound says the session was not ended at once,
+            // not how exact the timer is.
             let quiet = web.lastAnswered
             try await bob.expectPresence(from: "alice@localhost/web", type: "unavailable")
-            #expect(ContinuousClock.now - quiet >= .milliseconds(900))
+            #expect(ContinuousClock.now - quiet >= .milliseconds(500))
             try await server.waitUntilOffline("alice")
             let late = try await web.request()
             #expect(late.isTerminate, "\(late.text)")
