@@ -34,9 +34,9 @@
 # Knobs: ROOM_SIZES WARM_ROOM SENDERS PHASE_SECONDS RATE_SECONDS WINDOW RATE BODY_BYTES THREADS
 # SERVERS BENCH_TMP_PARENT KEEP_TMP, LATENCY_LOG (a directory: each rate phase's messages, when
 # sent and their first and last copy's latency, to NAME-SIZE.txt), JOIN_TIMEOUT (seconds a
-# room may take to fill; a server that needs longer is reported with what it reached), BEFORE_PARLEYD (a second parleyd binary, measured as server
-# `parleyd_before` with its own data, seeded by BEFORE_BENCH if given: add it to SERVERS for a
-# before/after run).
+# room may take to fill; a server that needs longer is reported with what it reached),
+# BEFORE_PARLEYD (a second parleyd binary, measured as server `parleyd_before` with its own
+# data, seeded by BEFORE_BENCH if given: add it to SERVERS for a before/after run).
 # The sizes are the outer loop: every server's part for one size runs before the next size,
 # so a change in the machine's load weighs on all of them alike.
 set -euo pipefail
