@@ -7,15 +7,9 @@ import NIOCore
 /// per stanza: with hundreds of recipients, those tasks (and the flushes they schedule, each
 /// its own task) were a large part of a notification's cost.
 ///
-/// On its loop, the batch writes each session's stanzas and flushes each session once. A
-/// small batch (a quiet room's message: a few sessions per loop) leaves its flushes to the
-/// loop's `LoopFlushes`, one task that flushes every session the batches before it wrote to:
-/// in a busy small room each session then pays one `write(2)` for several messages instead
-/// of one per message. A large batch flushes each session right after its last stanza: its
-/// first copies leave while the others are still being written (deferred, a room of 100's
-/// copies at 20 messages/s waited for all 50 of their loop's to be written first; p50 up to
-/// 0.26 ms later). A flush as a task of its own per session cost a task, a closure and a lock
-/// on the loop's queue for every recipient.
+/// On its loop, the batch writes each session's stanzas and flushes the session once, after
+/// its last one, in the same task: a flush scheduled as a task of its own per session cost a
+/// task, a closure and a lock on the loop's queue for every recipient.
 ///
 /// The caller submits before it routes anything else, so nothing it sends later overtakes
 /// what the batch holds, and the stanzas for one loop keep their order.
@@ -65,50 +59,32 @@ public final class DeliveryBatch {
         // The other loops get their share before this one writes its own: run first, this
         // loop's half of a room's fan-out held the other half back for as long as it took
         // (a hundred copies written one after another instead of two halves side by side).
-        var local: (loop: any EventLoop, work: [Work])?
+        var local: [Work]?
         for (loop, work) in groups {
             if loop.inEventLoop {
-                local = (loop, work)
+                local = work
             } else {
-                loop.execute { Self.run(work, on: loop) }
+                loop.execute { Self.run(work) }
             }
         }
-        if let local { Self.run(local.work, on: local.loop) }
+        if let local { Self.run(local) }
     }
 
-    /// Batches of at most this many stanzas for one loop leave their flushes to `LoopFlushes`.
-    static let deferredFlushLimit = 16
-
-    /// On the loop: every delivery in order, each session flushed once (see the type).
+    /// On the loop: every delivery in order, each session flushed once, right after its last
+    /// stanza in the work. A room's message is one stanza per session, so each copy leaves as
+    /// soon as it is written instead of after every other session's; several messages
+    /// gathered in one batch (a busy room) still cost each session one flush.
     ///
     /// The work is read where it lies: iterating it by value copied every item (its handler
     /// and its stanza retained and released), twice, for each copy of a room's message.
-    private static func run(_ work: [Work], on loop: any EventLoop) {
+    private static func run(_ work: [Work]) {
+        var lastStanza: [ObjectIdentifier: Int] = [:]
         work.withUnsafeBufferPointer { work in
-            if work.count <= deferredFlushLimit {
-                var flushes: LoopFlushes?
+            if work.count > 1 {
+                lastStanza.reserveCapacity(work.count)
                 for index in work.indices {
-                    switch work[index] {
-                    case .closure(let body):
-                        body()
-                    case .session(let bound, _, let delivery):
-                        let handler = bound.value
-                        // Already waiting for the task if an earlier batch wrote to it.
-                        let waiting = handler.flushDeferred
-                        handler.flushDeferred = true
-                        handler.receive(delivery)
-                        if !waiting {
-                            if flushes == nil { flushes = LoopFlushes.onThisThread }
-                            flushes!.add(handler, on: loop)
-                        }
-                    }
+                    if case .session(_, let id, _) = work[index] { lastStanza[id] = index }
                 }
-                return
-            }
-            var lastStanza: [ObjectIdentifier: Int] = [:]
-            lastStanza.reserveCapacity(work.count)
-            for index in work.indices {
-                if case .session(_, let id, _) = work[index] { lastStanza[id] = index }
             }
             for index in work.indices {
                 switch work[index] {
@@ -118,9 +94,7 @@ public final class DeliveryBatch {
                     let handler = bound.value
                     handler.flushDeferred = true
                     handler.receive(delivery)
-                    // A session an earlier small batch deferred is flushed here as well; the
-                    // task finds nothing owed.
-                    if lastStanza[id] == index { handler.flushDeferredWrites() }
+                    if work.count == 1 || lastStanza[id] == index { handler.flushDeferredWrites() }
                 }
             }
         }

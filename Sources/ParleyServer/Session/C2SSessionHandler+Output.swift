@@ -61,7 +61,7 @@ extension C2SSessionHandler {
         }
     }
 
-    /// The loop's `LoopFlushes` task, after `DeliveryBatch`es wrote to this session.
+    /// The end of a `DeliveryBatch`'s writes to this session.
     func flushDeferredWrites() {
         flushDeferred = false
         guard flushOwed else { return }
@@ -69,5 +69,3 @@ extension C2SSessionHandler {
         flushSoon()
     }
 }
-
-extension C2SSessionHandler: DeferredFlushing {}

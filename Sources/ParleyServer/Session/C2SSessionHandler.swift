@@ -74,8 +74,7 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var heldForWork = false
     var readPaused = false
     var flushScheduled = false
-    /// Set from a `DeliveryBatch`'s first write to this session until the loop's
-    /// `LoopFlushes` task flushes it.
+    /// Set while a `DeliveryBatch` writes to this session: it flushes once when done.
     var flushDeferred = false
     var flushOwed = false
     /// XEP-0352: the client's last word was `<inactive/>`.
