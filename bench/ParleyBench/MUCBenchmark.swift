@@ -151,16 +151,15 @@ enum MUCBenchmark: Benchmark {
 func writeLatencyLog(_ perMessage: [Int: (first: Int64, last: Int64)], to path: String, rate: Int, senders: Int) {
     let interval = 1e3 / Double(rate)
     let rows = perMessage.map { key, spread in
-        (sentMs: interval * Double(key >> 32) + interval * Double(senders) * Double(key & 0xFFFF_FFFF), spread: spread)
+        let (slot, index) = MUCBenchOccupant.slotAndIndex(of: key)
+        return (sentMs: interval * Double(slot) + interval * Double(senders) * Double(index), spread: spread)
     }.sorted { $0.sentMs < $1.sentMs }
     var text = ""
     for row in rows {
         text += "\(format(row.sentMs, 1)) \(format(Double(row.spread.first) / 1e6, 3)) \(format(Double(row.spread.last) / 1e6, 3))\n"
     }
-    guard let handle = FileHandle(forWritingAtPath: path) ?? {
-        FileManager.default.createFile(atPath: path, contents: nil)
-        return FileHandle(forWritingAtPath: path)
-    }() else { return say("cannot write \(path)") }
+    if !FileManager.default.fileExists(atPath: path) { FileManager.default.createFile(atPath: path, contents: nil) }
+    guard let handle = FileHandle(forWritingAtPath: path) else { return say("cannot write \(path)") }
     handle.seekToEndOfFile()
     handle.write(Data(text.utf8))
     try? handle.close()

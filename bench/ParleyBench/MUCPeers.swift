@@ -68,9 +68,14 @@ final class MUCBenchOccupant: @unchecked Sendable {
     private(set) var seen: [[Bool]]
     private var bases: [Int]
     private var latencies: [Int64] = []
-    /// Which message each latency is for (sender slot in the high half, sequence index in the
-    /// low): the spread of one message's arrivals over the occupants.
+    /// Which message each latency is for (`messageKey`): the spread of one message's arrivals
+    /// over the occupants.
     private var latencyKeys: [Int] = []
+
+    /// A message as one number: its sender's slot in the high half, its index in the phase in
+    /// the low.
+    static func messageKey(slot: Int, index: Int) -> Int { slot << 32 | index }
+    static func slotAndIndex(of key: Int) -> (slot: Int, index: Int) { (key >> 32, key & 0xFFFF_FFFF) }
     private var nextSequence = 0
     private var window = 0
     private var phaseEnd = NIODeadline.now()
@@ -222,7 +227,7 @@ final class MUCBenchOccupant: @unchecked Sendable {
         stats.received += 1
         stats.lastReceived = now
         latencies.append(Int64(now.uptimeNanoseconds &- sentAt))
-        latencyKeys.append(slot << 32 | index)
+        latencyKeys.append(Self.messageKey(slot: slot, index: index))
         guard slot == senderSlot else { return }
         sent.reflected += 1
         if window > 0 {

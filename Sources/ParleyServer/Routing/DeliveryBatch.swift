@@ -25,6 +25,8 @@ public final class DeliveryBatch {
     /// The group the last addition went to: a fan-out adds to the same loop many times in a
     /// row. Checked against the loop before use, so it may be stale (past the end after a
     /// submit).
+    private var lastGroup = 0
+
     public init() {}
 
     /// Whether nothing waits for `submit()`.
@@ -50,8 +52,6 @@ public final class DeliveryBatch {
             groups.append((loop, [work]))
         }
     }
-
-    private var lastGroup = 0
 
     public func submit() {
         let groups = self.groups
