@@ -12,7 +12,9 @@ import NIOCore
 /// task, a closure and a lock on the loop's queue for every recipient.
 ///
 /// The caller submits before it routes anything else, so nothing it sends later overtakes
-/// what the batch holds, and the stanzas for one loop keep their order.
+/// what the batch holds, and the stanzas for one loop keep their order. Deliveries that
+/// `BoundSession.dispatch` made hop (to another loop, or to this one behind an earlier hop
+/// to the same session) go as a task even to the submitting thread's own loop.
 public final class DeliveryBatch {
     enum Work: Sendable {
         case closure(@Sendable () -> Void)
@@ -21,7 +23,9 @@ public final class DeliveryBatch {
         case session(NIOLoopBound<C2SSessionHandler>, ObjectIdentifier, SessionDelivery)
     }
 
-    private var groups: [(loop: any EventLoop, work: [Work])] = []
+    /// Per loop, what is written there at once on submit (if that is this thread's loop)
+    /// and what must wait for the loop's queue, apart.
+    private var groups: [(loop: any EventLoop, hopped: Bool, work: [Work])] = []
     /// The group the last addition went to: a fan-out adds to the same loop many times in a
     /// row. Checked against the loop before use, so it may be stale (past the end after a
     /// submit).
@@ -33,23 +37,27 @@ public final class DeliveryBatch {
     public var isEmpty: Bool { groups.isEmpty }
 
     func add(on loop: any EventLoop, _ work: @escaping @Sendable () -> Void) {
-        add(.closure(work), on: loop)
+        add(.closure(work), on: loop, hopped: false)
     }
 
-    /// `delivery` for the handler attached to a session, written on the handler's loop.
-    func add(_ delivery: SessionDelivery, for handler: NIOLoopBound<C2SSessionHandler>, id: ObjectIdentifier, on loop: any EventLoop) {
-        add(.session(handler, id, delivery), on: loop)
+    /// `delivery` for the handler attached to a session, written on the handler's loop;
+    /// `hopped` as `BoundSession.dispatch` counted it.
+    func add(
+        _ delivery: SessionDelivery, for handler: NIOLoopBound<C2SSessionHandler>, id: ObjectIdentifier, on loop: any EventLoop,
+        hopped: Bool
+    ) {
+        add(.session(handler, id, delivery), on: loop, hopped: hopped)
     }
 
-    private func add(_ work: Work, on loop: any EventLoop) {
-        if lastGroup < groups.count, groups[lastGroup].loop === loop {
+    private func add(_ work: Work, on loop: any EventLoop, hopped: Bool) {
+        if lastGroup < groups.count, groups[lastGroup].loop === loop, groups[lastGroup].hopped == hopped {
             groups[lastGroup].work.append(work)
-        } else if let index = groups.firstIndex(where: { $0.loop === loop }) {
+        } else if let index = groups.firstIndex(where: { $0.loop === loop && $0.hopped == hopped }) {
             lastGroup = index
             groups[index].work.append(work)
         } else {
             lastGroup = groups.count
-            groups.append((loop, [work]))
+            groups.append((loop, hopped, [work]))
         }
     }
 
@@ -60,14 +68,14 @@ public final class DeliveryBatch {
         // loop's half of a room's fan-out held the other half back for as long as it took
         // (a hundred copies written one after another instead of two halves side by side).
         var local: [Work]?
-        for (loop, work) in groups {
-            if loop.inEventLoop {
+        for (loop, hopped, work) in groups {
+            if !hopped, loop.inEventLoop {
                 local = work
             } else {
-                loop.execute { Self.run(work) }
+                loop.execute { Self.run(work, hopped: hopped) }
             }
         }
-        if let local { Self.run(local) }
+        if let local { Self.run(local, hopped: false) }
     }
 
     /// On the loop: every delivery in order, each session flushed once, right after its last
@@ -77,7 +85,7 @@ public final class DeliveryBatch {
     ///
     /// The work is read where it lies: iterating it by value copied every item (its handler
     /// and its stanza retained and released), twice, for each copy of a room's message.
-    private static func run(_ work: [Work]) {
+    private static func run(_ work: [Work], hopped: Bool) {
         var lastStanza: [ObjectIdentifier: Int] = [:]
         work.withUnsafeBufferPointer { work in
             if work.count > 1 {
@@ -93,7 +101,7 @@ public final class DeliveryBatch {
                 case .session(let bound, let id, let delivery):
                     let handler = bound.value
                     handler.flushDeferred = true
-                    handler.receive(delivery)
+                    handler.receive(delivery, hopped: hopped)
                     if work.count == 1 || lastStanza[id] == index { handler.flushDeferredWrites() }
                 }
             }

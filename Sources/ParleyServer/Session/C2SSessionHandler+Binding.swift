@@ -120,12 +120,12 @@ extension C2SSessionHandler {
     }
 
     /// A stanza or order from elsewhere in the server for this session, on this loop.
-    func receive(_ delivery: SessionDelivery) {
+    func receive(_ delivery: SessionDelivery, hopped: Bool = false) {
         guard let session = boundSession else {
             if case .confirmed(_, let written) = delivery { written.fail(ChannelError.ioOnClosedChannel) }
             return
         }
-        switch session.record(delivery, by: ObjectIdentifier(self)) {
+        switch session.record(delivery, by: ObjectIdentifier(self), hopped: hopped) {
         case .ended:
             session.handOn(delivery)
         case .notAttached:

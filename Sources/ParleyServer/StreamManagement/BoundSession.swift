@@ -48,6 +48,10 @@ final class BoundSession: Sendable {
         var ended = false
         /// XEP-0352: the client said `<inactive/>`; stanzas that can wait are held back.
         var inactive = false
+        /// Deliveries handed to the attached handler's loop as tasks and not yet taken
+        /// there. While there are any, a delivery made on that loop joins the queue instead
+        /// of being written at once, which would overtake them (see `dispatch`).
+        var hopsInFlight: UInt32 = 0
 
         init(attachment: Attachment) {
             self.attachment = attachment
@@ -167,15 +171,27 @@ final class BoundSession: Sendable {
 
     /// Everything the router hands the session arrives here, from any thread; with a
     /// `batch`, the hop to the attached handler's loop waits for its `submit()`.
+    ///
+    /// A delivery made on the handler's own loop is written at once only if nothing handed
+    /// to that loop for this session is still waiting in its queue. A room's message is
+    /// written at once to the occupants on the loop that sends it and reaches the others
+    /// as a task; the room's next message may be sent from one of those other loops (by
+    /// whichever thread finds the room's queue idle) before that task ran, and written at
+    /// once it reached those occupants first: two messages, even from one sender, in the
+    /// wrong order.
     func dispatch(_ delivery: SessionDelivery, batch: DeliveryBatch? = nil) {
-        enum Action { case hop(Attachment), gone, held, end(String) }
+        enum Action { case write(Attachment), hop(Attachment), gone, held, end(String) }
         let action: Action = state.withLockedValue { state in
             if state.ended { return .gone }
             if state.ending {
                 state.held.append(delivery)
                 return .held
             }
-            if let attachment = state.attachment { return .hop(attachment) }
+            if let attachment = state.attachment {
+                if state.hopsInFlight == 0, attachment.eventLoop.inEventLoop { return .write(attachment) }
+                state.hopsInFlight += 1
+                return .hop(attachment)
+            }
             guard state.management != nil else { return .gone }
             switch delivery {
             case .stanza(let stanza):
@@ -191,11 +207,18 @@ final class BoundSession: Sendable {
             return .held
         }
         switch action {
+        case .write(let attachment):
+            if let batch {
+                batch.add(delivery, for: attachment.handler, id: attachment.id, on: attachment.eventLoop, hopped: false)
+            } else {
+                attachment.handler.value.receive(delivery)
+            }
         case .hop(let attachment):
             if let batch {
-                batch.add(delivery, for: attachment.handler, id: attachment.id, on: attachment.eventLoop)
+                batch.add(delivery, for: attachment.handler, id: attachment.id, on: attachment.eventLoop, hopped: true)
             } else {
-                attachment.run { $0.receive(delivery) }
+                let handler = attachment.handler
+                attachment.eventLoop.execute { handler.value.receive(delivery, hopped: true) }
             }
         case .gone: handOn(delivery)
         case .held: break
@@ -220,9 +243,13 @@ final class BoundSession: Sendable {
         case overflow
     }
 
-    /// The attached handler, on its loop, about to write `delivery`.
-    func record(_ delivery: SessionDelivery, by handler: ObjectIdentifier) -> Recorded {
+    /// The attached handler, on its loop, about to write `delivery`; `hopped` if it came
+    /// as a task from `dispatch`.
+    func record(_ delivery: SessionDelivery, by handler: ObjectIdentifier, hopped: Bool) -> Recorded {
         state.withLockedValue { state in
+            // Never below zero: a resumption starts the count again while the previous
+            // connection's tasks may still be on their way.
+            if hopped, state.hopsInFlight > 0 { state.hopsInFlight -= 1 }
             if state.ended { return .ended }
             guard !state.ending, state.attachment?.id == handler else { return .notAttached }
             var heldFirst: [XMLElement] = []
@@ -351,6 +378,9 @@ final class BoundSession: Sendable {
             Self.requeueWaiting(in: &state)
             let previous = state.attachment
             state.attachment = attachment
+            // Tasks handed to the previous connection's loop are not this connection's to
+            // wait for.
+            state.hopsInFlight = 0
             let management = state.management!
             return .resumed(handle, inbound: management.inbound, resend: management.queue.pending.map(\.stanza), previous: previous)
         }

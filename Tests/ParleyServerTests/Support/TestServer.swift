@@ -61,6 +61,7 @@ final class TestServer: Sendable {
     static func start(
         accounts: [String: String] = defaultAccounts, hostedServices: [any HostedService] = [],
         storage: (any ServerStorage)? = nil, cluster: (any ClusterMember)? = nil,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         _ configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> TestServer {
         let directory = NSTemporaryDirectory() + "parley-scenario-" + UUID().uuidString
@@ -69,7 +70,7 @@ final class TestServer: Sendable {
         var logger = Logger(label: "parley.scenario")
         logger.logLevel = ProcessInfo.processInfo.environment["PARLEY_TEST_LOG"] != nil ? .debug : .critical
         let running = try await RunningServer.start(
-            configuration: configuration, logger: logger, hostedServices: hostedServices, storage: storage, cluster: cluster)
+            configuration: configuration, logger: logger, group: group, hostedServices: hostedServices, storage: storage, cluster: cluster)
         let server = TestServer(running: running, directory: directory, logger: logger, hostedServices: hostedServices, storage: storage)
         for (username, password) in accounts {
             try await server.createAccount(username, password: password)
@@ -113,10 +114,11 @@ final class TestServer: Sendable {
     /// Starts a server, runs `body`, and always stops it.
     static func with<T>(
         accounts: [String: String] = defaultAccounts, hostedServices: [any HostedService] = [],
-        storage: (any ServerStorage)? = nil, _ configure: (inout ServerConfiguration) -> Void = { _ in },
+        storage: (any ServerStorage)? = nil, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        _ configure: (inout ServerConfiguration) -> Void = { _ in },
         _ body: (TestServer) async throws -> T
     ) async throws -> T {
-        let server = try await start(accounts: accounts, hostedServices: hostedServices, storage: storage, configure)
+        let server = try await start(accounts: accounts, hostedServices: hostedServices, storage: storage, group: group, configure)
         do {
             let result = try await body(server)
             await server.stop()
