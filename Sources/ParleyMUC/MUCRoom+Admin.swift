@@ -56,8 +56,16 @@ extension MUCRoom {
                     throw StanzaError(.jidMalformed, text: "An affiliation change names a 'jid'.")
                 }
                 let current = self.affiliation(of: account)
-                // §10.3–10.7: owners alone make or unmake owners and admins.
-                if actorAffiliation != .owner, [current, affiliation].contains(where: { $0 == .owner || $0 == .admin }) {
+                // §9.1: an admin or owner never bans itself.
+                if affiliation == .outcast, account.bare == session.bare {
+                    throw StanzaError(.conflict, text: "You cannot ban yourself.")
+                }
+                // §10.3–10.8: owners alone modify the owner and admin lists; an admin who
+                // tries is forbidden. Demoting or banning someone above is not allowed (§9.1).
+                if actorAffiliation != .owner, affiliation == .owner || affiliation == .admin {
+                    throw StanzaError(.forbidden, text: "Only owners make owners and admins of this room.")
+                }
+                if actorAffiliation != .owner, current == .owner || current == .admin {
                     throw StanzaError(.notAllowed, text: "Only owners change who owns or administers this room.")
                 }
                 if current == .owner, affiliation != .owner, affiliations.values.filter({ $0 == .owner }).count == 1 {
