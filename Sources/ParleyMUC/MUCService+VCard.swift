@@ -8,10 +8,9 @@ extension MUCService {
             return refuse(stanza, StanzaError(.itemNotFound, text: "There is no room \(key)@\(domain)."), out: &out)
         }
         if stanza.type == "get" {
-            guard let vCard = room.vCardElement else {
-                return refuse(stanza, StanzaError(.itemNotFound, text: "The room \(room.jid) has no vCard."), out: &out)
-            }
-            return out.append(stanza.iqResult(vCard))
+            // XEP-0054 lets a missing vCard be an empty one: so an avatar an owner took away
+            // (by an empty vCard) reads back as what was set, not as an error.
+            return out.append(stanza.iqResult(room.vCardElement ?? XMLElement("vCard", namespace: MUCNamespace.vCard)))
         }
         guard room.affiliation(of: sender) == .owner else {
             return refuse(stanza, StanzaError(.forbidden, text: "Only the room's owners may change its vCard."), out: &out)
