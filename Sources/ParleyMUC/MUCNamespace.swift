@@ -8,6 +8,8 @@ enum MUCNamespace {
     static let roomInfo = "http://jabber.org/protocol/muc#roominfo"
     /// XEP-0421: an occupant's stable, anonymous id within a room.
     static let occupantID = "urn:xmpp:occupant-id:0"
+    /// XEP-0410 §3.3: the room answers an occupant's ping to its own occupant JID itself.
+    static let selfPingOptimization = "http://jabber.org/protocol/muc#self-ping-optimization"
 }
 
 /// The status codes of XEP-0045 §15.6 that the service sends.

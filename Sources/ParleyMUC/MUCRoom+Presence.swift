@@ -38,7 +38,8 @@ extension MUCRoom {
         }
         // §7.2.10: a full room; its owners and admins still get in.
         guard occupantCount < maxOccupants || affiliation == .owner || affiliation == .admin else {
-            throw StanzaError(.serviceUnavailable, text: "The room is full (\(maxOccupants) occupants).")
+            // §7.2.10: type wait, the room may have room later.
+            throw StanzaError(.serviceUnavailable, type: .wait, text: "The room is full (\(maxOccupants) occupants).")
         }
         let occupant = MUCOccupant(
             nick: nick, account: session.bare, sessions: [session],

@@ -90,6 +90,9 @@ struct MUCRoomConfiguration: Sendable, Hashable {
         }
         form.append(pmField)
         form.append(Self.field("muc#roomconfig_enablearchiving", type: "boolean", label: "Archive messages", archiving ? "1" : "0"))
+        // XEP-0045's own name for it (status 170 says the room logs): clients that know only
+        // this one (Smack) change the archive through it.
+        form.append(Self.field("muc#roomconfig_enablelogging", type: "boolean", label: "Log messages", archiving ? "1" : "0"))
         return form
     }
 
@@ -99,6 +102,9 @@ struct MUCRoomConfiguration: Sendable, Hashable {
         var changed = self
         var passwordProtected = password != nil
         var secret = password ?? ""
+        // Both archive fields come back from a client that fills the whole form; the one
+        // that differs from the current setting is the change.
+        var archivingValues: [Bool] = []
         for field in submitted.children("field", namespace: XMLNamespace.dataForms) {
             let value = field.firstChild("value", namespace: XMLNamespace.dataForms)?.text ?? ""
             switch field[attribute: "var"] {
@@ -115,7 +121,8 @@ struct MUCRoomConfiguration: Sendable, Hashable {
             case "muc#roomconfig_membersonly": changed.membersOnly = try Self.boolean(value, field: "membersonly")
             case "muc#roomconfig_passwordprotectedroom": passwordProtected = try Self.boolean(value, field: "passwordprotectedroom")
             case "muc#roomconfig_roomsecret": secret = value
-            case "muc#roomconfig_enablearchiving": changed.archiving = try Self.boolean(value, field: "enablearchiving")
+            case "muc#roomconfig_enablearchiving": archivingValues.append(try Self.boolean(value, field: "enablearchiving"))
+            case "muc#roomconfig_enablelogging": archivingValues.append(try Self.boolean(value, field: "enablelogging"))
             case "muc#roomconfig_whois":
                 guard let whois = Whois(rawValue: value) else {
                     throw StanzaError(.notAcceptable, text: "muc#roomconfig_whois is moderators or anyone, not '\(value)'.")
@@ -133,6 +140,7 @@ struct MUCRoomConfiguration: Sendable, Hashable {
         guard changed.name.utf8.count <= 256, changed.description.utf8.count <= 1024, secret.utf8.count <= 256 else {
             throw StanzaError(.notAcceptable, text: "A room name is at most 256 bytes, a description 1024, a password 256.")
         }
+        if !archivingValues.isEmpty { changed.archiving = archivingValues.first { $0 != archiving } ?? archiving }
         if passwordProtected, secret.isEmpty {
             throw StanzaError(.notAcceptable, text: "A password-protected room needs a muc#roomconfig_roomsecret.")
         }

@@ -50,9 +50,14 @@ extension MUCService {
             return refuse(stanza, StanzaError(.itemNotFound, text: "There is no room \(key)@\(domain)."), out: &out)
         }
         if let nick {
-            // XEP-0410: a client asks its own occupant JID whether it is still in the room.
             guard room.nick(of: sender) != nil else {
-                return refuse(stanza, StanzaError(.notAcceptable, text: "You are not in this room."), out: &out)
+                // §6.7: a non-occupant's disco request to an occupant is a bad request.
+                // Anything else gets not-acceptable, as Prosody answers, which is also what
+                // tells a client's self-ping (XEP-0410) that it is no longer in the room.
+                if payload.namespace == XMLNamespace.discoInfo || payload.namespace == XMLNamespace.discoItems {
+                    return refuse(stanza, StanzaError(.badRequest, text: "Only occupants query other occupants."), out: &out)
+                }
+                return refuse(stanza, StanzaError(.notAcceptable, type: .cancel, text: "You are not in this room."), out: &out)
             }
             if payload.name == "ping", payload.namespace == XMLNamespace.ping, room.nick(of: sender) == nick {
                 return out.append(stanza.iqResult())
@@ -101,9 +106,9 @@ extension MUCService {
                 return refuse(stanza, StanzaError(.forbidden, text: "Only the room's owners may configure it."), out: &out)
             }
             if stanza.type == "get" {
-                return out.append(stanza.iqResult(XMLElement("query", namespace: MUCNamespace.owner, [:], [room.configuration.form])))
+                return out.append(stanza.iqResult(XMLElement("query", namespace: MUCNamespace.owner, [:], [room.configurationForm])))
             }
-            configure(stanza, payload, room: key, state: &state, out: &out)
+            configure(stanza, payload, from: sender, room: key, state: &state, out: &out)
         case (_, "query", XMLNamespace.archive?):
             archiveRequest(stanza, payload, from: sender, room: key, state: state, out: &out)
         case ("get", "metadata", XMLNamespace.archive?):
@@ -117,11 +122,13 @@ extension MUCService {
 
     /// §10.1.2–10.2: a submitted form configures (and unlocks) the room; a cancelled one
     /// of a room still locked, or a `<destroy/>`, ends it (§10.1.3, §10.9).
-    private func configure(_ stanza: XMLElement, _ query: XMLElement, room key: String, state: inout State, out: inout [XMLElement]) {
+    private func configure(
+        _ stanza: XMLElement, _ query: XMLElement, from sender: JID, room key: String, state: inout State, out: inout [XMLElement]
+    ) {
         guard var room = state.rooms[key] else { return }
         if let destroy = query.firstChild("destroy", namespace: MUCNamespace.owner) {
             out.append(stanza.iqResult())
-            return self.destroy(key, reason: destroy.firstChild("reason", namespace: MUCNamespace.owner)?.text, state: &state, out: &out)
+            return self.destroy(key, request: destroy, state: &state, out: &out)
         }
         guard let form = query.firstChild("x", namespace: XMLNamespace.dataForms) else {
             return refuse(stanza, StanzaError(.badRequest, text: "A configuration carries a jabber:x:data form or <destroy/>."), out: &out)
@@ -129,7 +136,9 @@ extension MUCService {
         switch form[attribute: "type"] {
         case "submit":
             let wasPersistent = room.configuration.persistent && !room.locked
+            let listChanges: [(account: JID, affiliation: MUCAffiliation)]
             do {
+                listChanges = try room.ownerListChanges(in: form)
                 try room.configuration.apply(form)
             } catch {
                 return refuse(stanza, error, out: &out)
@@ -142,25 +151,36 @@ extension MUCService {
                     state.roomsBySession[session]?.remove(key)
                 }
             }
+            let actor = room.nick(of: sender)
+            for change in listChanges {
+                for session in room.setAffiliation(change.affiliation, of: change.account, actor: actor, reason: nil, out: &out) {
+                    state.roomsBySession[session]?.remove(key)
+                }
+            }
             state.rooms[key] = room
             persist(key, wasPersistent: wasPersistent, state: &state)
         case "cancel":
             out.append(stanza.iqResult())
-            if room.locked { destroy(key, reason: nil, state: &state, out: &out) }
+            if room.locked { destroy(key, request: nil, state: &state, out: &out) }
         default:
             refuse(stanza, StanzaError(.badRequest, text: "A configuration form is of type submit or cancel."), out: &out)
         }
     }
 
-    /// §10.9: every occupant gets unavailable presence carrying `<destroy/>`; the room is gone.
-    private func destroy(_ key: String, reason: String?, state: inout State, out: inout [XMLElement]) {
+    /// §10.9: every occupant gets unavailable presence carrying `<destroy/>` with what the
+    /// owner's `request` gave (an alternate venue's `jid`, its `<password/>`, a `<reason/>`);
+    /// the room is gone.
+    private func destroy(_ key: String, request: XMLElement?, state: inout State, out: inout [XMLElement]) {
         guard let room = state.rooms.removeValue(forKey: key) else { return }
         persist(key, wasPersistent: room.configuration.persistent && !room.locked, state: &state)
         forgetArchive(of: key, state: &state)
+        var destroy = XMLElement("destroy", namespace: MUCNamespace.user)
+        if let venue = request?[attribute: "jid"].flatMap({ try? JID($0) }) { destroy.setAttribute("jid", venue.description) }
+        for name in ["password", "reason"] {
+            if let text = request?.firstChild(name, namespace: MUCNamespace.owner)?.text { destroy.append(XMLElement(name, text: text)) }
+        }
         for session in room.allSessions {
             guard let nick = room.nick(of: session), let occupant = room.occupant(nick) else { continue }
-            var destroy = XMLElement("destroy", namespace: MUCNamespace.user)
-            if let reason { destroy.append(XMLElement("reason", text: reason)) }
             out.append(
                 room.presence(
                     of: occupant, to: session, type: "unavailable", statuses: [.selfPresence], role: MUCRole.none, extra: [destroy]))
@@ -200,6 +220,8 @@ extension MUCService {
             configuration.password != nil ? "muc_passwordprotected" : "muc_unsecured",
             configuration.persistent ? "muc_persistent" : "muc_temporary", configuration.isPublic ? "muc_public" : "muc_hidden",
             configuration.whois == .anyone ? "muc_nonanonymous" : "muc_semianonymous",
+            // XEP-0410 §3.3: the room answers a self-ping itself.
+            MUCNamespace.selfPingOptimization,
         ]
         features += room.archiveAndAvatarFeatures
         features.sort()

@@ -260,6 +260,17 @@ import Testing
             try await MUC.configure(alice, "team", "<field var='muc#roomconfig_enablearchiving'><value>1</value></field>")
             for client in [alice, bob] { #expect(try await client.expect("message").statusCodes == [170]) }
             try await bob.expectNothingPending()
+            // XEP-0045's name for the same setting; a client that returns the whole form sends
+            // both, and the one that differs from the current value is the change.
+            let both = try await alice.query("<iq type='get' id='f2' to='\(Self.room)'><query xmlns='\(MUC.owner)'/></iq>", id: "f2")
+            #expect(both.firstChild("query", namespace: MUC.owner)?.firstChild("x", namespace: XMLNamespace.dataForms)?.formValues["muc#roomconfig_enablelogging"] == "1")
+            try await MUC.configure(alice, "team", "<field var='muc#roomconfig_enablelogging'><value>0</value></field>")
+            for client in [alice, bob] { #expect(try await client.expect("message").statusCodes == [171]) }
+            try await MUC.configure(
+                alice, "team",
+                "<field var='muc#roomconfig_enablearchiving'><value>0</value></field><field var='muc#roomconfig_enablelogging'><value>1</value></field>")
+            for client in [alice, bob] { #expect(try await client.expect("message").statusCodes == [170]) }
+            #expect(try await Self.features(bob).contains(MUC.mam))
             let bad = try await alice.query(
                 "<iq type='set' id='b' to='\(Self.room)'><query xmlns='\(MUC.owner)'><x xmlns='jabber:x:data' type='submit'><field var='muc#roomconfig_enablearchiving'><value>maybe</value></field></x></query></iq>",
                 id: "b")

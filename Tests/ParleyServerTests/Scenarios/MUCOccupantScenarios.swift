@@ -148,9 +148,19 @@ import Testing
             try await MUC.createInstantRoom(alice, "team", nick: "Alice")
             let joined = try await alice.query("<iq type='get' id='sp' to='\(Self.room)/Alice'><ping xmlns='urn:xmpp:ping'/></iq>", id: "sp")
             #expect(joined.type == "result" && joined.from == "\(Self.room)/Alice")
+            // XEP-0410 §3.3: the room says it answers self-pings itself.
+            let info = try await alice.query("<iq type='get' id='i' to='\(Self.room)'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>", id: "i")
+            let features = info.firstChild("query", namespace: XMLNamespace.discoInfo)?.children("feature").compactMap { $0[attribute: "var"] } ?? []
+            #expect(features.contains("http://jabber.org/protocol/muc#self-ping-optimization"), "\(features)")
             let bob = try await server.im("bob")
             let stranger = try await bob.query("<iq type='get' id='sp2' to='\(Self.room)/Bob'><ping xmlns='urn:xmpp:ping'/></iq>", id: "sp2")
             #expect(stranger.type == "error" && stranger.stanzaErrorCondition == .notAcceptable)
+            #expect(stranger.firstChild("error")?[attribute: "type"] == "cancel", "\(stranger.xmlString())")
+            // §6.7: a non-occupant's disco request to an occupant is a bad request.
+            for namespace in ["http://jabber.org/protocol/disco#info", "http://jabber.org/protocol/disco#items"] {
+                let disco = try await bob.query("<iq type='get' id='d' to='\(Self.room)/Alice'><query xmlns='\(namespace)'/></iq>", id: "d")
+                #expect(disco.type == "error" && disco.stanzaErrorCondition == .badRequest, "\(disco.xmlString())")
+            }
             try await bob.send("<presence to='\(Self.room)'/>")
             #expect(try await bob.expect("presence").stanzaErrorCondition == .jidMalformed)
         }
@@ -245,6 +255,7 @@ import Testing
             try await carol.send("<presence to='\(MUCScenarios.room)/Carol'><x xmlns='\(MUC.muc)'/></presence>")
             let full = try await carol.expect("presence")
             #expect(full.type == "error" && full.stanzaErrorCondition == .serviceUnavailable, "\(full.xmlString())")
+            #expect(full.firstChild("error")?[attribute: "type"] == "wait", "§7.2.10: \(full.xmlString())")
             try await carol.send("<presence to='other@\(MUC.service)/Carol'><x xmlns='\(MUC.muc)'/></presence>")
             let tooMany = try await carol.expect("presence")
             #expect(tooMany.type == "error" && tooMany.stanzaErrorCondition == .resourceConstraint, "\(tooMany.xmlString())")
@@ -376,8 +387,8 @@ import Testing
     }
 }
 
-/// §10.9: an owner destroys a room; every occupant is told why, and a persistent room is
-/// gone from storage too.
+/// §10.9: an owner destroys a room; every occupant is told why and where the talk goes on
+/// (the alternate venue and its password), and a persistent room is gone from storage too.
 @Suite struct MUCDestructionScenarios {
     @Test func anOwnerDestroysAPersistentRoom() async throws {
         try await MUC.with { server in
@@ -388,12 +399,13 @@ import Testing
                 "<iq type='set' id='d0' to='\(MUCScenarios.room)'><query xmlns='\(MUC.owner)'><destroy/></query></iq>", id: "d0")
             #expect(notOwner.stanzaErrorCondition == .forbidden)
             try await alice.send(
-                "<iq type='set' id='d1' to='\(MUCScenarios.room)'><query xmlns='\(MUC.owner)'><destroy><reason>done</reason></destroy></query></iq>")
+                "<iq type='set' id='d1' to='\(MUCScenarios.room)'><query xmlns='\(MUC.owner)'><destroy jid='next@\(MUC.service)'><reason>done</reason><password>onward</password></destroy></query></iq>")
             #expect(try await alice.expect("iq").type == "result")
             for (client, nick) in [(alice, "Alice"), (bob, "Bob"), (carol, "Carol")] {
                 let gone = try await client.expectRoomPresence("team", nick, type: "unavailable", codes: [110])
                 let destroy = gone.firstChild("x", namespace: MUC.user)?.firstChild("destroy", namespace: MUC.user)
                 #expect(destroy?.firstChild("reason", namespace: MUC.user)?.text == "done", "\(gone.xmlString())")
+                #expect(destroy?[attribute: "jid"] == "next@\(MUC.service)" && destroy?.firstChild("password", namespace: MUC.user)?.text == "onward")
             }
             try await bob.send("<message to='\(MUCScenarios.room)' type='groupchat' id='x'><body>hello?</body></message>")
             #expect(try await bob.expect("message").stanzaErrorCondition == .itemNotFound)
