@@ -35,8 +35,10 @@ extension MUCRoom {
                 if (targetAffiliation == .owner || targetAffiliation == .admin), role != .moderator {
                     throw StanzaError(.notAllowed, text: "The room's admins and owners keep their role.")
                 }
-                if role == .moderator, actorAffiliation != .owner, actorAffiliation != .admin {
-                    throw StanzaError(.forbidden, text: "Only admins and owners grant moderator.")
+                // §9.6–9.7: moderator is given and taken (a kick takes it too) by admins and
+                // owners only, as Prosody rules.
+                if role == .moderator || target.role == .moderator, actorAffiliation != .owner, actorAffiliation != .admin {
+                    throw StanzaError(.forbidden, text: "Only admins and owners grant or revoke moderator.")
                 }
                 if role == .none {
                     outcome.removedSessions += remove(target, status: .kicked, actor: actorNick, reason: reason, out: &out)
