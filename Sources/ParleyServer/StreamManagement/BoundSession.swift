@@ -48,10 +48,13 @@ final class BoundSession: Sendable {
         var ended = false
         /// XEP-0352: the client said `<inactive/>`; stanzas that can wait are held back.
         var inactive = false
-        /// Deliveries handed to the attached handler's loop as tasks and not yet taken
-        /// there. While there are any, a delivery made on that loop joins the queue instead
-        /// of being written at once, which would overtake them (see `dispatch`).
+        /// Deliveries handed to `hopsHandler`'s loop as tasks and not yet taken there. While
+        /// there are any, a delivery made on that loop joins the queue instead of being
+        /// written at once, which would overtake them (see `dispatch`). Counted per handler:
+        /// a resumption's new connection waits for none of the old one's tasks, and those
+        /// do not count down its own.
         var hopsInFlight: UInt32 = 0
+        var hopsHandler: ObjectIdentifier?
 
         init(attachment: Attachment) {
             self.attachment = attachment
@@ -188,6 +191,10 @@ final class BoundSession: Sendable {
                 return .held
             }
             if let attachment = state.attachment {
+                if state.hopsHandler != attachment.id {
+                    state.hopsHandler = attachment.id
+                    state.hopsInFlight = 0
+                }
                 if state.hopsInFlight == 0, attachment.eventLoop.inEventLoop { return .write(attachment) }
                 state.hopsInFlight += 1
                 return .hop(attachment)
@@ -247,9 +254,7 @@ final class BoundSession: Sendable {
     /// as a task from `dispatch`.
     func record(_ delivery: SessionDelivery, by handler: ObjectIdentifier, hopped: Bool) -> Recorded {
         state.withLockedValue { state in
-            // Never below zero: a resumption starts the count again while the previous
-            // connection's tasks may still be on their way.
-            if hopped, state.hopsInFlight > 0 { state.hopsInFlight -= 1 }
+            if hopped, state.hopsHandler == handler, state.hopsInFlight > 0 { state.hopsInFlight -= 1 }
             if state.ended { return .ended }
             guard !state.ending, state.attachment?.id == handler else { return .notAttached }
             var heldFirst: [XMLElement] = []
@@ -378,9 +383,6 @@ final class BoundSession: Sendable {
             Self.requeueWaiting(in: &state)
             let previous = state.attachment
             state.attachment = attachment
-            // Tasks handed to the previous connection's loop are not this connection's to
-            // wait for.
-            state.hopsInFlight = 0
             let management = state.management!
             return .resumed(handle, inbound: management.inbound, resend: management.queue.pending.map(\.stanza), previous: previous)
         }
