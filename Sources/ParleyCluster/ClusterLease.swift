@@ -99,7 +99,8 @@ struct ClusterLease: Sendable {
             // Before the takeover commits: its notice makes every node (this one too) forget them.
             let kept = departing(dead)
             let domain = domain
-            let won = try await PostgresTransactions.run(client, logger: logger) { connection -> [(service: String, room: String)]? in
+            let won = try await PostgresTransactions.run(client, logger: logger) {
+                connection -> (rooms: [(service: String, room: String)], deletedNode: Bool)? in
                 let stillRegistered = try await connection.query(
                     "SELECT 1 FROM cluster_nodes WHERE node_id = \(dead)", logger: logger
                 ).collect().isEmpty == false
@@ -113,12 +114,17 @@ struct ClusterLease: Sendable {
                     ).collect()
                     guard !deleted.isEmpty else { return nil }
                 }
-                return try await Self.takeOver(dead, heir: node, domain: domain, connection, logger: logger)
+                return (try await Self.takeOver(dead, heir: node, domain: domain, connection, logger: logger), stillRegistered)
             }
             if let won {
-                logger.warning("cluster node's lease expired; took it over", metadata: ["node": "\(dead)", "rooms": "\(won.count)"])
-                reaped.append((dead, kept))
-                rooms += won
+                logger.warning("cluster node's lease expired; took it over", metadata: ["node": "\(dead)", "rooms": "\(won.rooms.count)"])
+                // Only the node whose delete removed the dead node's row speaks for its
+                // sessions. Its row already gone (another node took it over a moment ago,
+                // after this one listed it), this one only collects what is left; saying
+                // its sessions are gone as well sent their contacts a second unavailable
+                // presence.
+                if won.deletedNode { reaped.append((dead, kept)) }
+                rooms += won.rooms
             }
         }
         return (reaped, rooms)
