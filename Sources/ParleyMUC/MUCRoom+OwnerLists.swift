@@ -10,8 +10,8 @@ extension MUCRoom {
     static let adminsField = "muc#roomconfig_roomadmins"
 
     /// The configuration form with both lists as they stand.
-    var configurationForm: XMLElement {
-        var form = configuration.form
+    func configurationForm(serviceMaxOccupants: Int) -> XMLElement {
+        var form = configuration.form(serviceMaxOccupants: serviceMaxOccupants)
         for (field, affiliation, label) in [(Self.ownersField, MUCAffiliation.owner, "Owners"), (Self.adminsField, .admin, "Admins")] {
             let accounts = affiliations.filter { $0.value == affiliation }.keys.sorted()
             form.append(

@@ -56,11 +56,25 @@ struct MUCRoomConfiguration: Sendable, Hashable {
     /// The room keeps an archive of its messages (XEP-0313), the source of its history.
     var archiving = true
     var privateMessages = PrivateMessages.anyone
+    /// At most this many occupants (`muc#roomconfig_maxusers`); nil: as many as the service
+    /// allows a room. Never above the service's limit; owners and admins enter a full room.
+    var maxOccupants: Int?
+    /// In a members-only room, members too may invite, and whom they invite becomes a member
+    /// (`muc#roomconfig_allowinvites`, Prosody's `allowmemberinvites`); admins and owners
+    /// always may. In an open room any occupant with voice invites, as in Prosody.
+    var membersMayInvite = false
 
     static let formType = "http://jabber.org/protocol/muc#roomconfig"
 
-    /// The form an owner fills in (§10.2), with the current values.
-    var form: XMLElement {
+    /// The occupant limits offered besides the service's own (§15.5.3's example).
+    static let occupantLimitChoices = [10, 20, 30, 50, 100, 200, 500, 1000]
+    /// Prosody's name for who may invite in a members-only room; read and written as an
+    /// alias of `muc#roomconfig_allowinvites`.
+    static let prosodyMemberInvitesField = "{http://prosody.im/protocol/muc}roomconfig_allowmemberinvites"
+
+    /// The form an owner fills in (§10.2), with the current values; `serviceMaxOccupants`
+    /// bounds the occupant limits offered.
+    func form(serviceMaxOccupants: Int) -> XMLElement {
         var form = XMLElement("x", namespace: XMLNamespace.dataForms, ["type": "form"])
         form.append(XMLElement("title", text: "Room configuration"))
         form.append(Self.field("FORM_TYPE", type: "hidden", Self.formType))
@@ -93,18 +107,34 @@ struct MUCRoomConfiguration: Sendable, Hashable {
         // XEP-0045's own name for it (status 170 says the room logs): clients that know only
         // this one (Smack) change the archive through it.
         form.append(Self.field("muc#roomconfig_enablelogging", type: "boolean", label: "Log messages", archiving ? "1" : "0"))
+        var limitField = Self.field(
+            "muc#roomconfig_maxusers", type: "list-single", label: "Maximum number of occupants",
+            maxOccupants.map(String.init) ?? "none")
+        var limits = Self.occupantLimitChoices.filter { $0 < serviceMaxOccupants } + [serviceMaxOccupants]
+        if let maxOccupants, !limits.contains(maxOccupants) { limits = (limits + [maxOccupants]).sorted() }
+        for limit in limits {
+            limitField.append(XMLElement("option", ["label": String(limit)], [XMLElement("value", text: String(limit))]))
+        }
+        limitField.append(
+            XMLElement("option", ["label": "The service's limit (\(serviceMaxOccupants))"], [XMLElement("value", text: "none")]))
+        form.append(limitField)
+        let invites = membersMayInvite ? "1" : "0"
+        form.append(Self.field("muc#roomconfig_allowinvites", type: "boolean", label: "Members may invite others", invites))
+        form.append(Self.field(Self.prosodyMemberInvitesField, type: "boolean", label: "Members may invite new members", invites))
         return form
     }
 
     /// Applies a submitted form; unknown fields are ignored (§10.2 lets services pick theirs),
-    /// a wrong FORM_TYPE or a bad value is a `bad-request`.
-    mutating func apply(_ submitted: XMLElement) throws(StanzaError) {
+    /// a wrong FORM_TYPE or a bad value is a `bad-request`, a value the service does not
+    /// offer (a limit above `serviceMaxOccupants`) `not-acceptable`.
+    mutating func apply(_ submitted: XMLElement, serviceMaxOccupants: Int) throws(StanzaError) {
         var changed = self
         var passwordProtected = password != nil
         var secret = password ?? ""
         // Both archive fields come back from a client that fills the whole form; the one
         // that differs from the current setting is the change.
         var archivingValues: [Bool] = []
+        var inviteValues: [Bool] = []
         for field in submitted.children("field", namespace: XMLNamespace.dataForms) {
             let value = field.firstChild("value", namespace: XMLNamespace.dataForms)?.text ?? ""
             switch field[attribute: "var"] {
@@ -123,6 +153,9 @@ struct MUCRoomConfiguration: Sendable, Hashable {
             case "muc#roomconfig_roomsecret": secret = value
             case "muc#roomconfig_enablearchiving": archivingValues.append(try Self.boolean(value, field: "enablearchiving"))
             case "muc#roomconfig_enablelogging": archivingValues.append(try Self.boolean(value, field: "enablelogging"))
+            case "muc#roomconfig_allowinvites": inviteValues.append(try Self.boolean(value, field: "allowinvites"))
+            case Self.prosodyMemberInvitesField: inviteValues.append(try Self.boolean(value, field: "allowmemberinvites"))
+            case "muc#roomconfig_maxusers": changed.maxOccupants = try Self.occupantLimit(value, serviceMaxOccupants: serviceMaxOccupants)
             case "muc#roomconfig_whois":
                 guard let whois = Whois(rawValue: value) else {
                     throw StanzaError(.notAcceptable, text: "muc#roomconfig_whois is moderators or anyone, not '\(value)'.")
@@ -141,11 +174,26 @@ struct MUCRoomConfiguration: Sendable, Hashable {
             throw StanzaError(.notAcceptable, text: "A room name is at most 256 bytes, a description 1024, a password 256.")
         }
         if !archivingValues.isEmpty { changed.archiving = archivingValues.first { $0 != archiving } ?? archiving }
+        if !inviteValues.isEmpty { changed.membersMayInvite = inviteValues.first { $0 != membersMayInvite } ?? membersMayInvite }
         if passwordProtected, secret.isEmpty {
             throw StanzaError(.notAcceptable, text: "A password-protected room needs a muc#roomconfig_roomsecret.")
         }
         changed.password = passwordProtected ? secret : nil
         self = changed
+    }
+
+    /// `none` (or empty) is the service's limit, kept as nil so the room follows the
+    /// operator's setting when it changes.
+    private static func occupantLimit(_ value: String, serviceMaxOccupants: Int) throws(StanzaError) -> Int? {
+        if value.isEmpty || value == "none" { return nil }
+        guard let limit = Int(value), limit > 0 else {
+            throw StanzaError(.badRequest, text: "muc#roomconfig_maxusers is a number of occupants or 'none', not '\(value)'.")
+        }
+        guard limit <= serviceMaxOccupants else {
+            throw StanzaError(
+                .notAcceptable, text: "muc#roomconfig_maxusers is at most \(serviceMaxOccupants) on this service, not \(limit).")
+        }
+        return limit
     }
 
     private static func boolean(_ value: String, field: String) throws(StanzaError) -> Bool {

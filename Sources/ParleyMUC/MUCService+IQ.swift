@@ -106,7 +106,8 @@ extension MUCService {
                 return refuse(stanza, StanzaError(.forbidden, text: "Only the room's owners may configure it."), out: &out)
             }
             if stanza.type == "get" {
-                return out.append(stanza.iqResult(XMLElement("query", namespace: MUCNamespace.owner, [:], [room.configurationForm])))
+                let form = room.configurationForm(serviceMaxOccupants: settings.maxOccupantsPerRoom)
+                return out.append(stanza.iqResult(XMLElement("query", namespace: MUCNamespace.owner, [:], [form])))
             }
             configure(stanza, payload, from: sender, room: key, state: &state, out: &out)
         case (_, "query", XMLNamespace.archive?):
@@ -139,7 +140,7 @@ extension MUCService {
             let listChanges: [(account: JID, affiliation: MUCAffiliation)]
             do {
                 listChanges = try room.ownerListChanges(in: form)
-                try room.configuration.apply(form)
+                try room.configuration.apply(form, serviceMaxOccupants: settings.maxOccupantsPerRoom)
             } catch {
                 return refuse(stanza, error, out: &out)
             }
@@ -203,6 +204,10 @@ extension MUCService {
         form.append(field("muc#roominfo_subject", room.subject?.text ?? ""))
         // Clients (Conversations among them) read it here to offer private messages or not.
         form.append(field("muc#roomconfig_allowpm", room.configuration.privateMessages.rawValue))
+        // Whether an occupant may invite, as Prosody reports it: anyone with voice in an open
+        // room; in a members-only one, members only when the owners allow it.
+        let invites = !room.configuration.membersOnly || room.configuration.membersMayInvite
+        form.append(field("muc#roomconfig_allowinvites", invites ? "1" : "0"))
         form.append(room.avatarHashField)
         return form
     }

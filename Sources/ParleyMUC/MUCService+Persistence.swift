@@ -70,6 +70,8 @@ extension MUCRoom {
         configuration.password = stored.password
         configuration.archiving = stored.archiving
         configuration.privateMessages = MUCRoomConfiguration.PrivateMessages(rawValue: stored.allowPrivateMessages) ?? .anyone
+        configuration.maxOccupants = stored.maxOccupants > 0 ? stored.maxOccupants : nil
+        configuration.membersMayInvite = stored.membersMayInvite
         avatar = stored.vCard.map { MUCRoomAvatar(vCard: $0, photoHash: stored.photoHash) }
         if let text = stored.subject {
             subject = (text, stored.subjectFrom.flatMap { try? JID($0) } ?? jid)
@@ -97,6 +99,8 @@ extension MUCRoom {
         stored.moderated = configuration.moderated
         stored.archiving = configuration.archiving
         stored.allowPrivateMessages = configuration.privateMessages.rawValue
+        stored.maxOccupants = configuration.maxOccupants ?? 0
+        stored.membersMayInvite = configuration.membersMayInvite
         stored.vCard = avatar?.vCard
         stored.photoHash = avatar?.photoHash
         return stored

@@ -187,8 +187,9 @@ public final class MUCService: HostedService {
             }
             do {
                 let resolved = try state.rooms[key]?.resolve(nick, for: sender, enforce: settings.nicknames.enforceRegistered)
+                let limit = min(state.rooms[key]?.configuration.maxOccupants ?? .max, settings.maxOccupantsPerRoom)
                 let runs = try state.rooms[key]?.available(
-                    stanza, from: sender, nick: resolved?.nick ?? nick, created: created, maxOccupants: settings.maxOccupantsPerRoom,
+                    stanza, from: sender, nick: resolved?.nick ?? nick, created: created, maxOccupants: limit,
                     assignedNick: rewritten || resolved?.assigned == true, out: &out)
                 state.addressedOut.append(contentsOf: runs ?? [])
                 state.roomsBySession[sender, default: []].insert(state.roomKey(key))
@@ -260,7 +261,9 @@ public final class MUCService: HostedService {
                 }
             case (nil, _):
                 if let x = stanza.firstChild("x", namespace: MUCNamespace.user) {
-                    try state.rooms[key]?.relayInvitations(x, from: sender, out: &out)
+                    if try state.rooms[key]?.relayInvitations(x, from: sender, out: &out) == true {
+                        persist(key, wasPersistent: state.rooms[key]?.configuration.persistent == true, state: &state)
+                    }
                 } else if let form = stanza.firstChild("x", namespace: XMLNamespace.dataForms) {
                     try state.rooms[key]?.charge(sender, settings.rateLimit)
                     try state.rooms[key]?.voiceRequest(form, from: sender, out: &out)

@@ -24,6 +24,7 @@ enum PostgresMigrations {
         ("v9_muc_allowpm", mucAllowPM),
         ("v10_cluster_rooms", clusterRooms),
         ("v11_archive_bodies", archiveBodies),
+        ("v12_muc_room_limits", mucRoomLimits),
     ]
 
     /// Two nodes starting at once take turns: the advisory lock is held by each migration's
@@ -268,6 +269,12 @@ enum PostgresMigrations {
     /// Who may send private messages in a stored room (muc#roomconfig_allowpm).
     private static let mucAllowPM = """
         ALTER TABLE muc_rooms ADD COLUMN allow_pm TEXT NOT NULL DEFAULT 'anyone';
+        """
+
+    /// A stored room's occupant limit (0: the service's) and whether members may invite to it.
+    private static let mucRoomLimits = """
+        ALTER TABLE muc_rooms ADD COLUMN max_occupants BIGINT NOT NULL DEFAULT 0;
+        ALTER TABLE muc_rooms ADD COLUMN members_may_invite BOOLEAN NOT NULL DEFAULT false;
         """
 
     private static let muc = """

@@ -23,13 +23,13 @@ extension PostgresStorage: MUCRoomStore {
             return try await connection.rows(
                 """
                 SELECT name, title, description, is_public, whois, occupants_change_subject, members_only, password, subject,
-                    subject_from, occupant_id_key, moderated, archiving, allow_pm
+                    subject_from, occupant_id_key, moderated, archiving, allow_pm, max_occupants, members_may_invite
                 FROM muc_rooms WHERE service = \(service) ORDER BY name
                 """, logger: logger
             ).map { row in
                 let (name, title, description, isPublic, whois, occupantsChangeSubject, membersOnly, password, subject, subjectFrom, key,
-                    moderated, archiving, allowPM) = try row.decode(
-                        (String, String, String, Bool, String, Bool, Bool, String?, String?, String?, Data, Bool, Bool, String).self)
+                    moderated, archiving, allowPM, maxOccupants, membersMayInvite) = try row.decode(
+                        (String, String, String, Bool, String, Bool, Bool, String?, String?, String?, Data, Bool, Bool, String, Int, Bool).self)
                 var room = StoredMUCRoom(
                     service: service, name: name, title: title, description: description, isPublic: isPublic, whois: whois,
                     occupantsMayChangeSubject: occupantsChangeSubject, membersOnly: membersOnly, password: password, subject: subject,
@@ -37,6 +37,8 @@ extension PostgresStorage: MUCRoomStore {
                 room.moderated = moderated
                 room.archiving = archiving
                 room.allowPrivateMessages = allowPM
+                room.maxOccupants = maxOccupants
+                room.membersMayInvite = membersMayInvite
                 room.vCard = vCards[name]?.0
                 room.photoHash = vCards[name]?.1
                 return room
@@ -50,15 +52,18 @@ extension PostgresStorage: MUCRoomStore {
             try await connection.run(
                 """
                 INSERT INTO muc_rooms (service, name, title, description, is_public, whois, occupants_change_subject,
-                    members_only, password, subject, subject_from, occupant_id_key, moderated, archiving, allow_pm)
+                    members_only, password, subject, subject_from, occupant_id_key, moderated, archiving, allow_pm, max_occupants,
+                    members_may_invite)
                 VALUES (\(room.service), \(room.name), \(room.title), \(room.description), \(room.isPublic), \(room.whois),
                     \(room.occupantsMayChangeSubject), \(room.membersOnly), \(room.password), \(room.subject), \(room.subjectFrom),
-                    \(Data(room.occupantIDKey)), \(room.moderated), \(room.archiving), \(room.allowPrivateMessages))
+                    \(Data(room.occupantIDKey)), \(room.moderated), \(room.archiving), \(room.allowPrivateMessages),
+                    \(room.maxOccupants), \(room.membersMayInvite))
                 ON CONFLICT (service, name) DO UPDATE SET title = excluded.title, description = excluded.description,
                     is_public = excluded.is_public, whois = excluded.whois,
                     occupants_change_subject = excluded.occupants_change_subject, members_only = excluded.members_only,
                     password = excluded.password, subject = excluded.subject, subject_from = excluded.subject_from,
-                    moderated = excluded.moderated, archiving = excluded.archiving, allow_pm = excluded.allow_pm
+                    moderated = excluded.moderated, archiving = excluded.archiving, allow_pm = excluded.allow_pm,
+                    max_occupants = excluded.max_occupants, members_may_invite = excluded.members_may_invite
                 """, logger: logger)
             try await connection.run(
                 "DELETE FROM muc_affiliations WHERE service = \(room.service) AND room = \(room.name)", logger: logger)

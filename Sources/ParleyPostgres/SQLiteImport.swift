@@ -53,7 +53,7 @@ public enum SQLiteImport {
         ("muc_rooms", nil, [
             ("service", .text), ("name", .text), ("title", .text), ("description", .text), ("is_public", .boolean), ("whois", .text),
             ("occupants_change_subject", .boolean), ("members_only", .boolean), ("moderated", .boolean), ("archiving", .boolean),
-            ("allow_pm", .text), ("password", .text), ("subject", .text), ("subject_from", .text), ("occupant_id_key", .blob),
+            ("allow_pm", .text), ("max_occupants", .integer), ("members_may_invite", .boolean), ("password", .text), ("subject", .text), ("subject_from", .text), ("occupant_id_key", .blob),
         ]),
         ("muc_affiliations", nil, [
             ("service", .text), ("room", .text), ("jid", .text), ("account_id", .integer), ("affiliation", .text), ("nick", .text),

@@ -45,6 +45,10 @@ public struct StoredMUCRoom: Sendable, Hashable {
     /// Who may send private messages (muc#roomconfig_allowpm): anyone, participants,
     /// moderators or none.
     public var allowPrivateMessages = "anyone"
+    /// At most this many occupants (muc#roomconfig_maxusers); 0: the service's limit.
+    public var maxOccupants = 0
+    /// Whether members too may invite to a members-only room (muc#roomconfig_allowinvites).
+    public var membersMayInvite = false
     /// The room's vCard (its avatar), as XML text, and the XEP-0153 hash of its photo.
     public var vCard: String?
     public var photoHash: String?

@@ -13,6 +13,8 @@ import Testing
             occupantIDKey: [1, 2, 3], affiliations: affiliations)
         // Not the default, so a backend that drops it (v19_muc_speed / v9_muc_allowpm) fails the comparison.
         room.allowPrivateMessages = "moderators"
+        room.maxOccupants = 25  // and v21_muc_room_limits / v12_muc_room_limits
+        room.membersMayInvite = true
         return room
     }
 

@@ -24,6 +24,7 @@ enum SQLiteMigrations {
         migrator.registerMigration("v17_archive_rows", migrate: v17ArchiveRows)
         migrator.registerMigration("v19_muc_speed", migrate: v19MUCSpeed)
         migrator.registerMigration("v20_perf_archive", migrate: v20PerfArchive)
+        migrator.registerMigration("v21_muc_room_limits", migrate: v21MUCRoomLimits)
         return migrator
     }
 
@@ -386,6 +387,17 @@ enum SQLiteMigrations {
     /// rooms keep what they had, private messages from anyone.
     private static func v19MUCSpeed(_ db: Database) throws {
         try db.execute(sql: "ALTER TABLE muc_rooms ADD COLUMN allow_pm TEXT NOT NULL DEFAULT 'anyone'")
+    }
+
+    /// A stored room's occupant limit (muc#roomconfig_maxusers, 0: the service's) and whether
+    /// members may invite to it (muc#roomconfig_allowinvites); existing rooms keep what they
+    /// had: the service's limit, invitations by admins and owners in members-only rooms.
+    private static func v21MUCRoomLimits(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                ALTER TABLE muc_rooms ADD COLUMN max_occupants INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE muc_rooms ADD COLUMN members_may_invite INTEGER NOT NULL DEFAULT 0;
+                """)
     }
 
     /// A message between two local accounts is one row, not two: `archive_bodies` holds it
