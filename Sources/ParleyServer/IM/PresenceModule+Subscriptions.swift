@@ -25,9 +25,9 @@ extension PresenceModule {
             // look-up for each of the four stanzas of a handshake.
             try await receive(request, from: user, at: contact, stanza: forwarded)
         } catch StorageError.accountNotFound(let name) where name == contact.localpart {
-            // No such account here: a request is refused on its behalf, so the user's
-            // pending state clears instead of waiting forever.
-            if request == .subscribe { try await receive(.unsubscribed, from: contact, at: user, stanza: nil) }
+            // RFC 6121 §8.5.1: no such account here, so nothing happens on its side and
+            // nothing comes back (as Prosody): the request stays pending in the user's roster,
+            // as one to an account that never answers would.
             return
         }
         if request == .subscribed {

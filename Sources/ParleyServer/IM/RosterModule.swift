@@ -91,11 +91,12 @@ public final class RosterModule: ServerModule {
             return
         }
         let name = item[attribute: "name"].flatMap { $0.isEmpty ? nil : $0 }
-        var uniqueGroups: [String] = []
-        for group in item.children("group", namespace: RosterXML.namespace) where !uniqueGroups.contains(group.text) {
-            uniqueGroups.append(group.text)
+        let groups = item.children("group", namespace: RosterXML.namespace).map(\.text)
+        // RFC 6121 §2.3.3: a group named twice is the client's mistake, refused rather than
+        // mended.
+        if Set(groups).count != groups.count {
+            return responder.error(StanzaError(.badRequest, text: "The item names a group more than once."))
         }
-        let groups = uniqueGroups
         if let error = validate(name: name, groups: groups, contact: contact, user: user) { return responder.error(error) }
         let maxItems = limits.maxItems
         let contactName = contact.description

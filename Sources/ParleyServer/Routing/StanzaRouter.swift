@@ -170,11 +170,18 @@ public final class StanzaRouter: Sendable {
         if to.isFull, let target = sessions.session(to) {
             return (target.handOver(stanza), [target])
         }
-        // RFC 6121 §8.5.3.2: a full JID with no such resource is treated as the bare JID,
-        // except for groupchat, which only makes sense for the exact resource.
-        if to.isFull, type == "groupchat" {
-            bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
-            return (nil, [])
+        // RFC 6121 §8.5.3.2.1: a full JID with no such resource stands for the bare JID only
+        // for chat; normal and groupchat are refused (its other choice, silence, would lose a
+        // message without a word), headline and error are dropped (as Prosody and ejabberd
+        // drop headlines: nothing to act on, and no sign of which resources are online).
+        if to.isFull {
+            switch type {
+            case "chat": break
+            case "headline", "error": return (nil, [])
+            default:
+                bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
+                return (nil, [])
+            }
         }
         return deliverToAccount(stanza, bare: to.bare, type: type, from: sender)
     }
@@ -219,8 +226,9 @@ public final class StanzaRouter: Sendable {
         let available = sessions.sessions(of: bare).filter { $0.isAvailable && $0.priority >= 0 }
         switch type {
         case "error":
-            guard let top = highestPriority(available).first else { return (nil, []) }
-            return (top.handOver(stanza), [top])
+            // §8.5.2.1.1: silently ignored; an error answers a stanza a resource sent, and
+            // only a full JID says which.
+            return (nil, [])
         case "groupchat":
             bounce(stanza, to: sender, StanzaError(.serviceUnavailable))
             return (nil, [])

@@ -149,6 +149,11 @@ import Testing
             #expect(two.type == "error" && two.stanzaErrorCondition == .badRequest)
             let myself = try await alice.rosterSet("<item jid='alice@localhost'/>")
             #expect(myself.type == "error")
+            // RFC 6121 §2.3.3 / §2.4.3: a group named twice, in a new item or an edit.
+            for contact in ["dave", "bob"] {
+                let twice = try await alice.rosterSet("<item jid='\(contact)@localhost'><group>Friends</group><group>Friends</group></item>")
+                #expect(twice.type == "error" && twice.stanzaErrorCondition == .badRequest, "\(twice.xmlString())")
+            }
             try await alice.expectNothingPending()
             #expect(try await alice.rosterItems().count == 2)
         }

@@ -94,6 +94,40 @@ import Testing
         }
     }
 
+    /// §8.5.3.2.1: only a chat message to a missing resource stands for the bare JID; a
+    /// normal one is refused, a headline or an error reaches no one and nothing comes back.
+    @Test func otherMessagesToAMissingResourceReachNoOtherResource() async throws {
+        try await TestServer.with { server in
+            let clients = try await server.resources("alice", [("high", 7), ("low", 0)])
+            let (high, low) = (clients[0], clients[1])
+            let bob = try await server.login("bob", resource: "r")
+            try await bob.sendMessage(to: "alice@localhost/gone", id: "n1", type: "normal")
+            let refused = try await bob.expect("message")
+            #expect(refused.type == "error" && refused.id == "n1" && refused.stanzaErrorCondition == .serviceUnavailable, "\(refused.xmlString())")
+            try await bob.send("<message to='alice@localhost/gone' id='n2'><body>no type is normal</body></message>")
+            #expect(try await bob.expect("message").stanzaErrorCondition == .serviceUnavailable)
+            try await bob.sendMessage(to: "alice@localhost/gone", id: "h1", type: "headline")
+            let error = "<error type='cancel'><item-not-found xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></error>"
+            try await bob.send("<message type='error' to='alice@localhost/gone' id='e1'>\(error)</message>")
+            try await bob.sync()
+            try await bob.expectNothingPending()
+            for client in [high, low] { try await client.expectNothingPending() }
+        }
+    }
+
+    /// §8.5.2.1.1: an error message to a bare JID is ignored, whoever is online.
+    @Test func anErrorMessageToABareJIDReachesNoResource() async throws {
+        try await TestServer.with { server in
+            let clients = try await server.resources("alice", [("high", 7), ("zero", 0)])
+            let bob = try await server.login("bob", resource: "r")
+            let error = "<error type='cancel'><item-not-found xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></error>"
+            try await bob.send("<message type='error' to='alice@localhost' id='e1'>\(error)</message>")
+            try await bob.sync()
+            try await bob.expectNothingPending()
+            for client in clients { try await client.expectNothingPending() }
+        }
+    }
+
     /// RFC 6120 §8.3.1: an error is never answered with an error, and an error message for
     /// an offline account is not stored.
     @Test func errorMessagesAreNeverBouncedNorStored() async throws {
@@ -108,8 +142,8 @@ import Testing
         }
     }
 
-    /// §8.5.1: no such account. Messages and iqs get service-unavailable, a subscription
-    /// request is answered `unsubscribed` on its behalf, other presence is dropped.
+    /// §8.5.1: no such account. Messages and iqs get service-unavailable, presence of every
+    /// type is dropped: a subscription request stays pending, with nothing back.
     @Test func stanzasToANonexistentAccount() async throws {
         try await TestServer.with { server in
             let alice = try await server.im("alice")
@@ -127,8 +161,11 @@ import Testing
             try await alice.expectNothingPending("directed presence to nobody is dropped")
             try await alice.send("<presence to='nobody@localhost' type='subscribe'/>")
             try await alice.expectPush("nobody@localhost", subscription: "none", ask: true)
-            _ = try await alice.expectPresence(from: "nobody@localhost", type: "unsubscribed")
-            try await alice.expectPush("nobody@localhost", subscription: "none")
+            for type in ["subscribed", "unsubscribe", "unsubscribed"] {
+                try await alice.send("<presence to='nobody@localhost' type='\(type)'/>")
+            }
+            let seen = try await alice.sync()
+            #expect(!seen.contains { $0.name == "presence" }, "nothing from nobody@localhost: \(seen.map { $0.xmlString() })")
             try await alice.expectNothingPending()
         }
     }
