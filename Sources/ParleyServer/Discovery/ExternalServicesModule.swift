@@ -89,13 +89,18 @@ public struct ExternalServicesModule: ServerModule {
         return responder.result(reply)
     }
 
+    static let expiryStep: TimeInterval = 10
+
     func element(for service: Service, user: String, at issued: Date) -> XMLElement {
         var element = XMLElement(
             "service",
             ["type": service.type, "transport": service.transport, "host": service.host, "port": String(service.port)])
         if service.restricted, let secret {
-            // Whole seconds, so `expires` and the time in the username agree.
-            let expiry = Date(timeIntervalSince1970: (issued.timeIntervalSince1970 + Double(ttl.components.seconds)).rounded(.down))
+            // Whole seconds, so `expires` and the time in the username agree, rounded up to a
+            // step of 10: requests close together get the same credentials (a client that asks
+            // for all services, then for one type, can compare the answers).
+            let end = (issued.timeIntervalSince1970 + Double(ttl.components.seconds)) / Self.expiryStep
+            let expiry = Date(timeIntervalSince1970: end.rounded(.up) * Self.expiryStep)
             let credentials = Self.credentials(secret: secret, user: user, expiry: expiry)
             element[attribute: "restricted"] = "true"
             element[attribute: "username"] = credentials.username

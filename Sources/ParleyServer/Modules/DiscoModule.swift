@@ -79,11 +79,20 @@ public final class DiscoModule: ServerModule {
 
     private func answerInfo(_ request: IQRequest, target: IQTarget, _ responder: IQResponder) {
         let node = request.payload[attribute: "node"]
+        let accountExtension = accountExtension.withLockedValue { $0 }
         // XEP-0115 §6.2: the node#ver the server announced names its own information.
         if let node, !(target == .server && node == serverCapabilities.nodeVer) {
-            return responder.error(StanzaError(.itemNotFound, text: "This entity has no disco node '\(node)'."))
+            let missing = StanzaError(.itemNotFound, text: "This entity has no disco node '\(node)'.")
+            guard target == .account, !request.isToOwnAccount else { return responder.error(missing) }
+            // XEP-0030 §8: to whoever may not see the account, a node of it is no different
+            // from an account that does not exist.
+            Task {
+                let admitted = await accountExtension?.info(request.from, request.to) != nil
+                responder.error(admitted ? missing : StanzaError(.serviceUnavailable))
+            }
+            return
         }
-        if target == .account, let accountExtension = accountExtension.withLockedValue({ $0 }) {
+        if target == .account, let accountExtension {
             return answerExtendedInfo(request, accountExtension, responder)
         }
         // An account's features are its owner's business; to anyone else the account looks
@@ -94,23 +103,22 @@ public final class DiscoModule: ServerModule {
         responder.result(info.withLockedValue { $0[target] ?? Info() }.query(node: node))
     }
 
+    /// XEP-0030 §8: an account's items go to those who may see them; anyone else gets an
+    /// empty list, the same whether the account exists or not.
     private func answerItems(_ request: IQRequest, _ responder: IQResponder) {
-        if !request.to.isDomain, request.payload[attribute: "node"] == nil, let accountExtension = accountExtension.withLockedValue({ $0 }) {
+        var query = XMLElement("query", namespace: Self.itemsNamespace)
+        let node = request.payload[attribute: "node"]
+        if let node { query.setAttribute("node", node) }
+        if !request.to.isDomain, node == nil, let accountExtension = accountExtension.withLockedValue({ $0 }) {
+            let empty = query
             Task {
-                guard let items = await accountExtension.items(request.from, request.to) else {
-                    return responder.error(StanzaError(.serviceUnavailable))
-                }
-                responder.result(XMLElement("query", namespace: Self.itemsNamespace, [:], items))
+                var answer = empty
+                for item in await accountExtension.items(request.from, request.to) ?? [] { answer.append(item) }
+                responder.result(answer)
             }
             return
         }
-        if request.to.isDomain == false, !request.isToOwnAccount {
-            return responder.error(StanzaError(.serviceUnavailable))
-        }
-        var query = XMLElement("query", namespace: Self.itemsNamespace)
-        if let node = request.payload[attribute: "node"] {
-            query.setAttribute("node", node)
-        } else if request.to.isDomain {
+        if node == nil, request.to.isDomain {
             for item in serverItems.withLockedValue({ $0 }) { query.append(item) }
         }
         responder.result(query)

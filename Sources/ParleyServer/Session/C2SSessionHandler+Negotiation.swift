@@ -116,6 +116,10 @@ extension C2SSessionHandler {
             handlePreAuthenticationRegistration(element)
         case (XMLNamespace.client?, "iq"), (XMLNamespace.client?, "message"), (XMLNamespace.client?, "presence"):
             fail(StreamError(.notAuthorized, text: "Stanzas cannot be sent before authentication."))
+        case (StreamManagementXML.namespace?, "enable"), (StreamManagementXML.namespace?, "resume")
+        where isStreamManagement(element):
+            // XEP-0198 §3, §5: too early, answered as Prosody does; the stream goes on.
+            send(StreamManagementXML.failed(.unexpectedRequest))
         default:
             fail(StreamError(.unsupportedStanzaType, text: "<\(element.name)/> in '\(element.namespace ?? "")' is not understood here."))
         }

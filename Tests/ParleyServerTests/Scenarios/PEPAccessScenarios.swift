@@ -132,8 +132,22 @@ import Testing
             }
             #expect(try await nodes(alice) == [PEP.nick, "urn:example:whitelist"])
             #expect(try await nodes(bob) == [PEP.nick], "a node bob may not read is not listed to him")
-            let listed = try await carol.exchange("<iq type='get' id='dj' to='alice@localhost'>\(items)</iq>", id: "dj").reply
-            #expect(listed.stanzaErrorCondition == .serviceUnavailable)
+            // XEP-0030 §8: to a stranger an empty list, as for an account that does not exist;
+            // a node of it is service-unavailable, as the account is (to bob: no such node).
+            for account in ["alice@localhost", "nobody@localhost"] {
+                let listed = try await carol.exchange("<iq type='get' id='dj' to='\(account)'>\(items)</iq>", id: "dj").reply
+                #expect(listed.type == "result" && listed.firstChild("query")?.elements.isEmpty == true, "\(listed.xmlString())")
+                let nodeItems = "<query xmlns='http://jabber.org/protocol/disco#items' node='\(PEP.nick)'/>"
+                let node = try await carol.exchange("<iq type='get' id='dn' to='\(account)'>\(nodeItems)</iq>", id: "dn").reply
+                #expect(node.type == "result" && node.firstChild("query")?[attribute: "node"] == PEP.nick, "\(node.xmlString())")
+                #expect(node.firstChild("query")?.elements.isEmpty == true, "\(node.xmlString())")
+                let nodeInfo = "<query xmlns='http://jabber.org/protocol/disco#info' node='x'/>"
+                let hidden = try await carol.exchange("<iq type='get' id='dk' to='\(account)'>\(nodeInfo)</iq>", id: "dk").reply
+                #expect(hidden.stanzaErrorCondition == .serviceUnavailable, "\(hidden.xmlString())")
+            }
+            let nodeInfo = "<query xmlns='http://jabber.org/protocol/disco#info' node='x'/>"
+            let missing = try await bob.exchange("<iq type='get' id='dk' to='alice@localhost'>\(nodeInfo)</iq>", id: "dk").reply
+            #expect(missing.stanzaErrorCondition == .itemNotFound, "\(missing.xmlString())")
         }
     }
 

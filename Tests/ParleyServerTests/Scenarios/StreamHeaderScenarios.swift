@@ -119,8 +119,26 @@ import Testing
         try await TestServer.with { server in
             let client = try await server.connect()
             try await client.secureStream()
-            try await client.send("<enable xmlns='urn:xmpp:sm:3'/>")
+            try await client.send("<hello xmlns='urn:example:unknown'/>")
             try await client.expectStreamError(.unsupportedStanzaType)
+        }
+    }
+
+    /// XEP-0198 §3: stream management before authentication is `<failed/>`, and the stream
+    /// goes on to authenticate.
+    @Test func streamManagementBeforeAuthenticationFailsAndTheStreamGoesOn() async throws {
+        try await TestServer.with { server in
+            let client = try await server.connect()
+            try await client.secureStream()
+            for request in ["<enable xmlns='urn:xmpp:sm:3'/>", "<resume xmlns='urn:xmpp:sm:3' h='0' previd='x'/>"] {
+                try await client.send(request)
+                let failed = try await client.nextElement()
+                #expect(
+                    failed.name == "failed" && failed.namespace == "urn:xmpp:sm:3"
+                        && failed.firstChild("unexpected-request", namespace: "urn:ietf:params:xml:ns:xmpp-stanzas") != nil,
+                    "\(failed.xmlString())")
+            }
+            #expect(try await client.authenticateSCRAM(username: "alice", password: "alice-password") == .success)
         }
     }
 
