@@ -62,20 +62,26 @@ extension StanzaRouter {
         }
     }
 
-    /// RFC 6121 §8.5 for a message from a service: a full JID that is gone makes a groupchat
-    /// message an error (how a room learns an occupant left without a word); chat and normal
-    /// fall back to the bare JID and, with no resource available, to offline storage.
+    /// RFC 6121 §8.5 for a message from a service, as for one from an account: a full JID
+    /// that is gone makes a groupchat or normal message an error (how a room learns an
+    /// occupant left without a word), drops a headline or an error, and only a chat message
+    /// falls back to the bare JID; to the bare JID, chat and normal go to the top resources
+    /// or, with none available, to offline storage, and an error is dropped.
     private func deliverServiceMessage(_ stanza: XMLElement, to: JID, serviceDomain: String) {
         let type = stanza.type ?? "normal"
         guard !to.isDomain else { return bounce(stanza, toService: serviceDomain, StanzaError(.serviceUnavailable)) }
         if to.isFull {
             if let target = sessions.session(to) { return target.deliver(stanza) }
-            if type == "groupchat" { return bounce(stanza, toService: serviceDomain, StanzaError(.serviceUnavailable)) }
+            switch type {
+            case "chat": break
+            case "headline", "error": return
+            default: return bounce(stanza, toService: serviceDomain, StanzaError(.serviceUnavailable))
+            }
         }
         let available = sessions.sessions(of: to.bare).filter { $0.isAvailable && $0.priority >= 0 }
         switch type {
         case "error":
-            highestPriority(available).first?.deliver(stanza)
+            return
         case "groupchat":
             bounce(stanza, toService: serviceDomain, StanzaError(.serviceUnavailable))
         case "headline":

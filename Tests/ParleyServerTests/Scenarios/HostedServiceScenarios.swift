@@ -84,6 +84,39 @@ import Testing
         }
     }
 
+    /// RFC 6121 §8.5.3.2.1 for what a service sends: to a resource that is gone, a normal
+    /// message comes back as an error, headline and error messages are dropped, and only a
+    /// chat message goes to the account's other resource; an error to the bare JID is dropped.
+    @Test func onlyAChatMessageToAResourceThatIsGoneReachesAnotherResource() async throws {
+        try await Self.withService { server, service in
+            let bob = try await server.im("bob", "here")
+            func send(_ type: String, to: String = "bob@localhost/gone", id: String) {
+                var children = [XMLElement("body", text: "hello")]
+                if type == "error" {
+                    children.append(
+                        XMLElement("error", ["type": "cancel"], [XMLElement("item-not-found", namespace: "urn:ietf:params:xml:ns:xmpp-stanzas")]))
+                }
+                service.send(
+                    XMLElement(
+                        "message", namespace: XMLNamespace.client,
+                        ["from": "room@service.localhost/nick", "to": to, "type": type, "id": id], children))
+            }
+            send("normal", id: "n1")
+            let event = try await service.waitFor("an error") {
+                if case .stanza(let stanza, _) = $0 { stanza.type == "error" } else { false }
+            }
+            guard case .stanza(let error, _) = event else { return }
+            #expect(error.id == "n1" && error.stanzaErrorCondition == .serviceUnavailable, "\(error.xmlString())")
+            send("headline", id: "h1")
+            send("error", id: "e1")
+            send("error", to: "bob@localhost", id: "e2")
+            send("chat", id: "c1")
+            let chat = try await bob.expectMessage(id: "c1")
+            #expect(chat.to == "bob@localhost/gone", "\(chat.xmlString())")
+            try await bob.expectNothingPending()
+        }
+    }
+
     @Test func blockingAppliesBothWays() async throws {
         try await Self.withService { server, service in
             let alice = try await server.im("alice")
