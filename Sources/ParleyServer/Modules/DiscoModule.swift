@@ -83,12 +83,18 @@ public final class DiscoModule: ServerModule {
         // XEP-0115 §6.2: the node#ver the server announced names its own information.
         if let node, !(target == .server && node == serverCapabilities.nodeVer) {
             let missing = StanzaError(.itemNotFound, text: "This entity has no disco node '\(node)'.")
-            guard target == .account, !request.isToOwnAccount else { return responder.error(missing) }
-            // XEP-0030 §8: to whoever may not see the account, a node of it is no different
-            // from an account that does not exist.
+            guard target == .account else { return responder.error(missing) }
+            guard let accountExtension else {
+                return responder.error(request.isToOwnAccount ? missing : StanzaError(.serviceUnavailable))
+            }
             Task {
-                let admitted = await accountExtension?.info(request.from, request.to) != nil
-                responder.error(admitted ? missing : StanzaError(.serviceUnavailable))
+                switch await accountExtension.nodeInfo(request.from, request.to, node) {
+                // XEP-0030 §8: to whoever may not see the account, a node of it is no
+                // different from an account that does not exist.
+                case .hidden: responder.error(StanzaError(.serviceUnavailable))
+                case .missing: responder.error(missing)
+                case .info(let children): responder.result(XMLElement("query", namespace: Self.infoNamespace, ["node": node], children))
+                }
             }
             return
         }
@@ -150,14 +156,27 @@ extension DiscoModule {
 /// What a module adds to an account's disco#info and disco#items; nil from either means
 /// "nothing for this requester" (who then sees what the account shows without it).
 public struct AccountDiscoExtension: Sendable {
+    /// The answer about one node of an account (XEP-0030 §3.2).
+    public enum NodeInfo: Sendable {
+        /// The requester may not see the account's nodes at all: as if it did not exist.
+        case hidden
+        /// No such node, or none the requester may see.
+        case missing
+        /// The query's children: identities, features, forms.
+        case info([XMLElement])
+    }
+
     public var info: @Sendable (_ requester: JID, _ account: JID) async -> (identities: [XMLElement], features: [String])?
     public var items: @Sendable (_ requester: JID, _ account: JID) async -> [XMLElement]?
+    public var nodeInfo: @Sendable (_ requester: JID, _ account: JID, _ node: String) async -> NodeInfo
 
     public init(
         info: @escaping @Sendable (_ requester: JID, _ account: JID) async -> (identities: [XMLElement], features: [String])?,
-        items: @escaping @Sendable (_ requester: JID, _ account: JID) async -> [XMLElement]?
+        items: @escaping @Sendable (_ requester: JID, _ account: JID) async -> [XMLElement]?,
+        nodeInfo: @escaping @Sendable (_ requester: JID, _ account: JID, _ node: String) async -> NodeInfo
     ) {
         self.info = info
         self.items = items
+        self.nodeInfo = nodeInfo
     }
 }

@@ -12,7 +12,7 @@ enum PubSub {
 
     /// `#feature` names this server supports (XEP-0060 §10), for disco#info.
     static let features = [
-        "access-open", "access-presence", "access-roster", "access-whitelist", "auto-create", "config-node",
+        "access-open", "access-presence", "access-roster", "access-whitelist", "auto-create", "auto-subscribe", "config-node",
         "config-node-max", "create-nodes", "delete-items", "delete-nodes", "filtered-notifications", "item-ids",
         "last-published", "multi-items", "persistent-items", "presence-notifications", "publish", "publish-options",
         "purge-nodes", "retract-items", "retrieve-items", "retrieve-default",

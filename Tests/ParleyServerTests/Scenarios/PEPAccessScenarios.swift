@@ -1,4 +1,5 @@
 import ParleyCore
+import ParleyTestSupport
 import Testing
 
 /// Who may read a PEP node (XEP-0060 §4.5 access models, §6.5.9 errors), publish-options
@@ -115,7 +116,7 @@ import Testing
                 let identities = query.children("identity", namespace: XMLNamespace.discoInfo).map { "\($0[attribute: "category"] ?? "")/\($0[attribute: "type"] ?? "")" }
                 #expect(identities.contains("pubsub/pep") && identities.contains("account/registered"))
                 let features = Set(query.children("feature", namespace: XMLNamespace.discoInfo).compactMap { $0[attribute: "var"] })
-                for feature in ["publish", "publish-options", "auto-create", "retract-items", "retrieve-items", "delete-nodes", "config-node",
+                for feature in ["publish", "publish-options", "auto-create", "auto-subscribe", "retract-items", "retrieve-items", "delete-nodes", "config-node",
                     "access-presence", "access-open", "access-roster", "access-whitelist", "persistent-items", "last-published",
                     "item-ids", "filtered-notifications", "multi-items", "purge-nodes"] {
                     #expect(features.contains("\(PEP.pubsub)#\(feature)"), "\(feature)")
@@ -145,9 +146,26 @@ import Testing
                 let hidden = try await carol.exchange("<iq type='get' id='dk' to='\(account)'>\(nodeInfo)</iq>", id: "dk").reply
                 #expect(hidden.stanzaErrorCondition == .serviceUnavailable, "\(hidden.xmlString())")
             }
-            let nodeInfo = "<query xmlns='http://jabber.org/protocol/disco#info' node='x'/>"
-            let missing = try await bob.exchange("<iq type='get' id='dk' to='alice@localhost'>\(nodeInfo)</iq>", id: "dk").reply
-            #expect(missing.stanzaErrorCondition == .itemNotFound, "\(missing.xmlString())")
+            // XEP-0060 §5.3: a node one may read is a leaf, with its metadata; one missing, or
+            // one the requester may not read, is item-not-found.
+            func nodeInfo(_ client: TestClient, _ node: String) async throws -> XMLElement {
+                let query = "<query xmlns='http://jabber.org/protocol/disco#info' node='\(node)'/>"
+                let reply = try await client.exchange("<iq type='get' id='dk' to='alice@localhost'>\(query)</iq>", id: "dk").reply
+                try SchemaValidator.shared.validate(reply.xmlString())
+                return reply
+            }
+            for (client, node) in [(bob, PEP.nick), (alice, PEP.nick), (alice, "urn:example:whitelist")] {
+                let reply = try await nodeInfo(client, node)
+                let query = reply.firstChild("query", namespace: XMLNamespace.discoInfo)
+                #expect(reply.type == "result" && query?[attribute: "node"] == node, "\(reply.xmlString())")
+                let identity = query?.firstChild("identity", namespace: XMLNamespace.discoInfo)
+                #expect(identity?[attribute: "category"] == "pubsub" && identity?[attribute: "type"] == "leaf", "\(reply.xmlString())")
+                let form = query?.firstChild("x", namespace: XMLNamespace.dataForms)?.formValues
+                #expect(form?["FORM_TYPE"] == "\(PEP.pubsub)#meta-data" && form?["pubsub#owner"] == "alice@localhost", "\(reply.xmlString())")
+            }
+            for (client, node) in [(bob, "urn:example:whitelist"), (bob, "urn:example:none"), (alice, "urn:example:none")] {
+                #expect(try await nodeInfo(client, node).stanzaErrorCondition == .itemNotFound, "\(node)")
+            }
         }
     }
 
