@@ -6,7 +6,7 @@ import ParleyCore
 extension MUCRoom {
     /// A groupchat message from `session` to the room: to every session of every occupant,
     /// from the sender's occupant JID, with the room's stanza-id (XEP-0359) and the sender's
-    /// occupant id (XEP-0421). A subject without a body changes the subject.
+    /// occupant id (XEP-0421). A subject without a body or a thread changes the subject.
     /// Returns the message as sent (without `to`), for the archive, and whom its copies (the
     /// last of `out`) went to.
     @discardableResult
@@ -16,7 +16,8 @@ extension MUCRoom {
         }
         guard sender.role != .visitor else { throw StanzaError(.forbidden, text: "Visitors may not speak in this room.") }
         readyRecipients()
-        if let subject = stanza.firstChild("subject"), stanza.firstChild("body") == nil {
+        // §8.1: with a body or a thread it is a message that has a subject, not a change.
+        if let subject = stanza.firstChild("subject"), stanza.firstChild("body") == nil, stanza.firstChild("thread") == nil {
             guard sender.role == .moderator || configuration.occupantsMayChangeSubject else {
                 throw StanzaError(.forbidden, text: "Only moderators may change the subject of this room.")
             }

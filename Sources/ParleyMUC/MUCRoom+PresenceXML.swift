@@ -7,17 +7,18 @@ extension MUCRoom {
     /// allowed to see it), the status codes, and its XEP-0421 occupant id.
     func presence(
         of occupant: MUCOccupant, to recipient: JID, type: String? = nil, statuses: [MUCStatus] = [], newNick: String? = nil,
-        role: MUCRole? = nil, extra: [XMLElement] = [], itemChildren: [XMLElement] = []
+        role: MUCRole? = nil, affiliation: MUCAffiliation? = nil, extra: [XMLElement] = [], itemChildren: [XMLElement] = []
     ) -> XMLElement {
         presence(
             of: occupant, to: recipient.description, withRealJID: maySee(realJIDsAs: recipient), type: type, statuses: statuses,
-            newNick: newNick, role: role, extra: extra, itemChildren: itemChildren)
+            newNick: newNick, role: role, affiliation: affiliation, extra: extra, itemChildren: itemChildren)
     }
 
     /// The same, for a recipient given by its address and what it may see.
     func presence(
         of occupant: MUCOccupant, to recipient: String, withRealJID: Bool, type: String? = nil, statuses: [MUCStatus] = [],
-        newNick: String? = nil, role: MUCRole? = nil, extra: [XMLElement] = [], itemChildren: [XMLElement] = []
+        newNick: String? = nil, role: MUCRole? = nil, affiliation: MUCAffiliation? = nil, extra: [XMLElement] = [],
+        itemChildren: [XMLElement] = []
     ) -> XMLElement {
         var presence = XMLElement(
             "presence", namespace: XMLNamespace.client, ["from": occupantJID(occupant.nick).description, "to": recipient])
@@ -27,7 +28,7 @@ extension MUCRoom {
         }
         var item = XMLElement(
             "item", namespace: MUCNamespace.user,
-            ["affiliation": affiliation(of: occupant.account).rawValue, "role": (role ?? occupant.role).rawValue])
+            ["affiliation": (affiliation ?? self.affiliation(of: occupant.account)).rawValue, "role": (role ?? occupant.role).rawValue])
         if withRealJID { item.setAttribute("jid", occupant.realJID.description) }
         if let newNick { item.setAttribute("nick", newNick) }
         for child in itemChildren { item.append(child) }

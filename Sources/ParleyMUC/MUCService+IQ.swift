@@ -128,8 +128,9 @@ extension MUCService {
     ) {
         guard var room = state.rooms[key] else { return }
         if let destroy = query.firstChild("destroy", namespace: MUCNamespace.owner) {
-            out.append(stanza.iqResult())
-            return self.destroy(key, request: destroy, state: &state, out: &out)
+            // §10.9: the occupants are told, then the owner gets the result.
+            self.destroy(key, request: destroy, state: &state, out: &out)
+            return out.append(stanza.iqResult())
         }
         guard let form = query.firstChild("x", namespace: XMLNamespace.dataForms) else {
             return refuse(stanza, StanzaError(.badRequest, text: "A configuration carries a jabber:x:data form or <destroy/>."), out: &out)
@@ -169,8 +170,8 @@ extension MUCService {
     }
 
     /// §10.9: every occupant gets unavailable presence carrying `<destroy/>` with what the
-    /// owner's `request` gave (an alternate venue's `jid`, its `<password/>`, a `<reason/>`);
-    /// the room is gone.
+    /// owner's `request` gave (an alternate venue's `jid`, its `<password/>`, a `<reason/>`),
+    /// with neither affiliation nor role left; the room is gone.
     private func destroy(_ key: String, request: XMLElement?, state: inout State, out: inout [XMLElement]) {
         guard let room = state.rooms.removeValue(forKey: key) else { return }
         persist(key, wasPersistent: room.configuration.persistent && !room.locked, state: &state)
@@ -184,7 +185,8 @@ extension MUCService {
             guard let nick = room.nick(of: session), let occupant = room.occupant(nick) else { continue }
             out.append(
                 room.presence(
-                    of: occupant, to: session, type: "unavailable", statuses: [.selfPresence], role: MUCRole.none, extra: [destroy]))
+                    of: occupant, to: session, type: "unavailable", statuses: [.selfPresence], role: MUCRole.none,
+                    affiliation: MUCAffiliation.none, extra: [destroy]))
             state.roomsBySession[session]?.remove(key)
         }
     }

@@ -38,7 +38,8 @@ extension ChatClient {
     private func groupchat(_ stanza: XMLElement, room: JID, nick: String?) async {
         guard var state = muc.rooms[room] else { return }
         let body = stanza.firstChild("body")?.text
-        if let subject = stanza.firstChild("subject"), body == nil {
+        // XEP-0045 §8.1: with a body or a thread, a subject is part of a message, not a change.
+        if let subject = stanza.firstChild("subject"), body == nil, stanza.firstChild("thread") == nil {
             let text = subject.text
             if let id = stanza.id { finishEcho(id, .success(())) }
             if let pending = muc.subjectChanges[room], pending.text == text, nick == state.nick { finishEcho(pending.id, .success(())) }

@@ -400,13 +400,16 @@ import Testing
             #expect(notOwner.stanzaErrorCondition == .forbidden)
             try await alice.send(
                 "<iq type='set' id='d1' to='\(MUCScenarios.room)'><query xmlns='\(MUC.owner)'><destroy jid='next@\(MUC.service)'><reason>done</reason><password>onward</password></destroy></query></iq>")
-            #expect(try await alice.expect("iq").type == "result")
             for (client, nick) in [(alice, "Alice"), (bob, "Bob"), (carol, "Carol")] {
                 let gone = try await client.expectRoomPresence("team", nick, type: "unavailable", codes: [110])
+                // §10.9 example 204: nothing is left of the occupant's standing.
+                #expect(gone.mucItem?[attribute: "affiliation"] == "none" && gone.mucItem?[attribute: "role"] == "none", "\(gone.xmlString())")
                 let destroy = gone.firstChild("x", namespace: MUC.user)?.firstChild("destroy", namespace: MUC.user)
                 #expect(destroy?.firstChild("reason", namespace: MUC.user)?.text == "done", "\(gone.xmlString())")
                 #expect(destroy?[attribute: "jid"] == "next@\(MUC.service)" && destroy?.firstChild("password", namespace: MUC.user)?.text == "onward")
             }
+            // §10.9: the owner's result comes after the occupants were told.
+            #expect(try await alice.expect("iq").type == "result")
             try await bob.send("<message to='\(MUCScenarios.room)' type='groupchat' id='x'><body>hello?</body></message>")
             #expect(try await bob.expect("message").stanzaErrorCondition == .itemNotFound)
             await alice.close()

@@ -101,6 +101,13 @@ import Testing
                 let subject = try await client.expect("message")
                 #expect(subject.from == "\(Self.room)/Alice" && subject.firstChild("subject")?.text == "Plans")
             }
+            // §8.1: a subject with a thread (or a body) is a message that has a subject, not a
+            // change of it, so a participant may send one and the room's subject stays.
+            try await bob.send("<message to='\(Self.room)' type='groupchat' id='s3'><subject>Re: lunch</subject><thread>t1</thread></message>")
+            for client in [alice, bob, carol] {
+                let message = try await client.expect("message")
+                #expect(message.id == "s3" && message.from == "\(Self.room)/Bob" && message.type == "groupchat", "\(message.xmlString())")
+            }
             let phone = try await server.im("carol", "phone", available: false)
             let entry = try await phone.enter("team", nick: "Carol2")
             #expect(entry.subject.from == "\(Self.room)/Alice" && entry.subject.firstChild("subject")?.text == "Plans")
