@@ -30,8 +30,12 @@ final class MUCArchiveWriter: @unchecked Sendable {
         case prune(before: Date)
     }
 
-    /// How long an idle writer gathers work before a transaction.
-    static let gathering: TimeInterval = 0.2
+    /// How long an idle writer gathers work before a transaction. A commit costs about as
+    /// much CPU as a few hundred rows, so a room of a few messages a second paid mostly for
+    /// commits at 0.2 s (bench/README.md, "Seventeenth round"); the archive is history, not
+    /// delivery (occupants have each message before it is written, and a query or a
+    /// shutdown cuts the wait short), so what a crash may lose is the last second of it.
+    static let gathering: TimeInterval = 1
     /// A batch this large is written at once, gathering time or not.
     static let gatherLimit = 512
 
