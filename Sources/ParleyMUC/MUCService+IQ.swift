@@ -11,6 +11,7 @@ extension MUCService {
         }
         switch (stanza.type, payload.name, payload.namespace) {
         case ("get", "query", XMLNamespace.discoInfo?):
+            if let node = payload[attribute: "node"] { return refuse(stanza, Self.noSuchNode(node), out: &out) }
             var query = XMLElement("query", namespace: XMLNamespace.discoInfo)
             query.append(XMLElement("identity", ["category": "conference", "type": "text", "name": name]))
             for feature in [XMLNamespace.discoInfo, XMLNamespace.discoItems, MUCNamespace.muc] {
@@ -22,6 +23,11 @@ extension MUCService {
         default:
             refuse(stanza, StanzaError(.serviceUnavailable), out: &out)
         }
+    }
+
+    /// XEP-0030 §3.2: the service and its rooms have no nodes but the reserved-nickname one.
+    static func noSuchNode(_ node: String) -> StanzaError {
+        StanzaError(.itemNotFound, text: "There is no disco node '\(node)' here.")
     }
 
     /// §6.3: the public rooms, locked ones left out.
@@ -74,8 +80,11 @@ extension MUCService {
             guard !room.locked || room.nick(of: sender) != nil else {
                 return refuse(stanza, StanzaError(.itemNotFound, text: "There is no room \(key)@\(domain)."), out: &out)
             }
-            if payload[attribute: "node"] == "x-roomuser-item" { return out.append(stanza.iqResult(room.reservedNickInfo(for: sender))) }
-            out.append(stanza.iqResult(Self.info(of: room)))
+            switch payload[attribute: "node"] {
+            case nil: out.append(stanza.iqResult(Self.info(of: room)))
+            case "x-roomuser-item": out.append(stanza.iqResult(room.reservedNickInfo(for: sender)))
+            case let node?: refuse(stanza, Self.noSuchNode(node), out: &out)
+            }
         case ("get", "query", XMLNamespace.discoItems?):
             out.append(stanza.iqResult(XMLElement("query", namespace: XMLNamespace.discoItems)))
         case ("get", "query", MUCNamespace.admin?):

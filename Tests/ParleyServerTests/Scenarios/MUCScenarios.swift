@@ -21,6 +21,13 @@ import Testing
             let identity = query.firstChild("identity")
             #expect(identity?[attribute: "category"] == "conference" && identity?[attribute: "type"] == "text")
             #expect(query.children("feature").contains { $0[attribute: "var"] == MUC.muc })
+            // XEP-0030 §3.2: nodes the service and its rooms do not have.
+            try await MUC.createInstantRoom(alice, "team", nick: "Alice")
+            for (id, to) in [("n1", MUC.service), ("n2", Self.room)] {
+                let node = try await alice.query(
+                    "<iq type='get' id='\(id)' to='\(to)'><query xmlns='http://jabber.org/protocol/disco#info' node='urn:example:none'/></iq>", id: id)
+                #expect(node.stanzaErrorCondition == .itemNotFound, "\(node.xmlString())")
+            }
         }
     }
 
