@@ -25,6 +25,7 @@ enum PostgresMigrations {
         ("v10_cluster_rooms", clusterRooms),
         ("v11_archive_bodies", archiveBodies),
         ("v12_muc_room_limits", mucRoomLimits),
+        ("v13_archive_without_with_index", archiveWithoutWithIndex),
     ]
 
     /// Two nodes starting at once take turns: the advisory lock is held by each migration's
@@ -269,6 +270,11 @@ enum PostgresMigrations {
     /// Who may send private messages in a stored room (muc#roomconfig_allowpm).
     private static let mucAllowPM = """
         ALTER TABLE muc_rooms ADD COLUMN allow_pm TEXT NOT NULL DEFAULT 'anyone';
+        """
+
+    /// As SQLite's v22: a query `with` a contact filters the owner's entries, read in order.
+    private static let archiveWithoutWithIndex = """
+        DROP INDEX IF EXISTS archive_entries_with;
         """
 
     /// A stored room's occupant limit (0: the service's) and whether members may invite to it.
