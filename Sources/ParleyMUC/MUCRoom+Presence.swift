@@ -71,6 +71,20 @@ extension MUCRoom {
         }
     }
 
+    /// An occupant session that cannot be reached (its client returned an error to the room,
+    /// or its node died while the room was between nodes): it leaves, and the others see it
+    /// go with 333 (XEP-0045 §15.6.2, as Prosody); it gets nothing itself.
+    mutating func removeForTechnicalReason(_ session: JID, out: inout [XMLElement]) {
+        guard let nick = nick(of: session), var leaving = occupant(nick) else { return }
+        leaving.sessions = [session]
+        if removeSession(session) != nil {
+            readyRecipients()
+            broadcast(out: &out) {
+                presence(of: leaving, to: "", withRealJID: $0, type: "unavailable", statuses: [.technicalRemoval], role: MUCRole.none)
+            }
+        }
+    }
+
     /// The occupant's new show/status, to everyone in the room; the addresses of the copies
     /// to the others.
     private mutating func update(_ stanza: XMLElement, of nick: String, out: inout [XMLElement], runsFrom minimum: Int) -> MUCAddressedRun? {

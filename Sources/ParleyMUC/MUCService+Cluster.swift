@@ -90,7 +90,7 @@ extension MUCService: PlacedService {
             for session in sessions {
                 let rooms = state.roomsBySession.removeValue(forKey: session) ?? []
                 for key in rooms {
-                    state.rooms[key]?.removeLost(session, out: &out)
+                    state.rooms[key]?.removeForTechnicalReason(session, out: &out)
                     self.closeIfEmpty(key, state: &state)
                 }
                 if !rooms.isEmpty { self.recordDepartures(of: session, from: rooms, state: state) }
@@ -172,7 +172,7 @@ extension MUCService: PlacedService {
             if entry.member.alive {
                 restored.insert(entry.member.jid)
             } else {
-                current.removeLost(entry.member.jid, out: &out)
+                current.removeForTechnicalReason(entry.member.jid, out: &out)
             }
         }
         room = current
@@ -190,20 +190,5 @@ extension MUCService: PlacedService {
         x.append(XMLElement("status", namespace: MUCNamespace.user, ["code": String(MUCStatus.technicalRemoval.rawValue)]))
         presence.append(x)
         return presence
-    }
-}
-
-extension MUCRoom {
-    /// An occupant session whose node died while the room was between nodes: it leaves, and
-    /// the others see it go with 333 (removed because of a technical problem).
-    mutating func removeLost(_ session: JID, out: inout [XMLElement]) {
-        guard let nick = nick(of: session), var leaving = occupant(nick) else { return }
-        leaving.sessions = [session]
-        if removeSession(session) != nil {
-            readyRecipients()
-            broadcast(out: &out) {
-                presence(of: leaving, to: "", withRealJID: $0, type: "unavailable", statuses: [.technicalRemoval], role: MUCRole.none)
-            }
-        }
     }
 }

@@ -200,7 +200,11 @@ public final class MUCService: HostedService {
         case "unavailable", "error":
             // A presence error from an occupant's client means it is no longer there (as
             // Prosody treats it); it gets no self-presence in answer to an error.
-            state.rooms[key]?.leave(sender, stanza: stanza.type == "error" ? nil : stanza, out: &out)
+            if stanza.type == "error" {
+                state.rooms[key]?.removeForTechnicalReason(sender, out: &out)
+            } else {
+                state.rooms[key]?.leave(sender, stanza: stanza, out: &out)
+            }
             forget(sender, in: key, state: &state)
         default:
             // Subscriptions and probes mean nothing to a room.
@@ -238,7 +242,7 @@ public final class MUCService: HostedService {
         if type == "error" {
             // An occupant's client refusing room traffic is treated as gone (as Prosody does).
             if state.rooms[key]?.nick(of: sender) != nil {
-                state.rooms[key]?.leave(sender, stanza: nil, out: &out)
+                state.rooms[key]?.removeForTechnicalReason(sender, out: &out)
                 forget(sender, in: key, state: &state)
             }
             return

@@ -2,7 +2,7 @@ import ParleyCore
 import Testing
 
 /// The status codes of configuration changes (104, 172, 173, §10.2.1), of removals (321,
-/// 322, 332), and of affiliation changes for someone not in the room (101), each seen by
+/// 322, 332, 333), and of affiliation changes for someone not in the room (101), each seen by
 /// everyone it concerns.
 @Suite struct MUCStatusScenarios {
     static let room = MUCScenarios.room
@@ -78,6 +78,22 @@ import Testing
             // Carol enters as an admin: a moderator.
             let entered = try await carol.enter("team", nick: "Carol")
             #expect(entered.own.mucItem?[attribute: "affiliation"] == "admin" && entered.own.mucItem?[attribute: "role"] == "moderator")
+        }
+    }
+
+    /// An occupant whose client answers room traffic with an error is taken out of the room,
+    /// the others told with 333 (as Prosody); a presence error and a message error alike.
+    @Test func anOccupantWhoseClientReturnsAnErrorIsRemovedWith333() async throws {
+        try await MUC.with { server in
+            let (alice, bob, carol) = try await MUCScenarios.threeInTheRoom(server)
+            let error = "<error type='cancel'><service-unavailable xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></error>"
+            try await bob.send("<presence type='error' to='\(Self.room)/Alice'>\(error)</presence>")
+            for client in [alice, carol] { try await client.expectRoomPresence("team", "Bob", type: "unavailable", codes: [333]) }
+            try await carol.send("<message type='error' to='\(Self.room)/Alice' id='x'>\(error)</message>")
+            try await alice.expectRoomPresence("team", "Carol", type: "unavailable", codes: [333])
+            try await alice.send("<message to='\(Self.room)' type='groupchat' id='after'><body>still here?</body></message>")
+            #expect(try await alice.expectMessage(id: "after").from == "\(Self.room)/Alice")
+            for client in [alice, bob, carol] { try await client.expectNothingPending() }
         }
     }
 
