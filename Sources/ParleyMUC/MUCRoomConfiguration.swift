@@ -129,7 +129,7 @@ struct MUCRoomConfiguration: Sendable, Hashable {
     /// offer (a limit above `serviceMaxOccupants`) `not-acceptable`.
     mutating func apply(_ submitted: XMLElement, serviceMaxOccupants: Int) throws(StanzaError) {
         var changed = self
-        var passwordProtected = password != nil
+        var passwordProtected: Bool? = nil
         var secret = password ?? ""
         // Both archive fields come back from a client that fills the whole form; the one
         // that differs from the current setting is the change.
@@ -175,10 +175,13 @@ struct MUCRoomConfiguration: Sendable, Hashable {
         }
         if !archivingValues.isEmpty { changed.archiving = archivingValues.first { $0 != archiving } ?? archiving }
         if !inviteValues.isEmpty { changed.membersMayInvite = inviteValues.first { $0 != membersMayInvite } ?? membersMayInvite }
-        if passwordProtected, secret.isEmpty {
+        if passwordProtected == true, secret.isEmpty {
             throw StanzaError(.notAcceptable, text: "A password-protected room needs a muc#roomconfig_roomsecret.")
         }
-        changed.password = passwordProtected ? secret : nil
+        // A form with a secret and no passwordprotectedroom field (Prosody reads only the
+        // secret) means a password when the secret is not empty.
+        let protected = passwordProtected ?? !secret.isEmpty
+        changed.password = protected ? secret : nil
         self = changed
     }
 

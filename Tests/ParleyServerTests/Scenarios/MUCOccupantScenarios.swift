@@ -348,6 +348,25 @@ import Testing
         #expect(reply.type == "result", "\(reply.xmlString())")
     }
 
+    /// As Prosody reads the form: a secret alone sets a password, an empty one removes it.
+    @Test func aRoomSecretAloneSetsThePassword() async throws {
+        try await MUC.with { server in
+            let alice = try await server.im("alice")
+            let bob = try await server.im("bob")
+            _ = try await alice.enter("team", nick: "Alice")
+            try await Self.configure(alice, "<field var='muc#roomconfig_roomsecret'><value>s3cret</value></field>")
+            try await bob.send("<presence to='\(MUCScenarios.room)/Bob'><x xmlns='\(MUC.muc)'/></presence>")
+            #expect(try await bob.expect("presence").stanzaErrorCondition == .notAuthorized)
+            try await Self.configure(alice, "<field var='muc#roomconfig_roomname'><value>Team</value></field>")
+            try await alice.expectRoomStatus([104])
+            try await bob.send("<presence to='\(MUCScenarios.room)/Bob'><x xmlns='\(MUC.muc)'/></presence>")
+            #expect(try await bob.expect("presence").stanzaErrorCondition == .notAuthorized, "another change keeps the password")
+            try await Self.configure(alice, "<field var='muc#roomconfig_roomsecret'><value></value></field>")
+            try await alice.expectRoomStatus([104])
+            #expect(try await bob.enter("team", nick: "Bob").own.statusCodes == [110])
+        }
+    }
+
     @Test func aPasswordIsNeededAndThenMembershipIs() async throws {
         try await MUC.with { server in
             let alice = try await server.im("alice")

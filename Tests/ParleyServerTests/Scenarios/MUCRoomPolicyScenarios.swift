@@ -147,6 +147,15 @@ import Testing
         #expect(x?.firstChild("password", namespace: MUC.user)?.text == password, "\(invitation.xmlString())")
     }
 
+    /// Alice, Bob and Carol logged in, Alice alone in `team` configured with `fields`.
+    private func threeWithARoom(_ server: TestServer, fields: String) async throws -> (TestClient, TestClient, TestClient) {
+        let alice = try await server.im("alice")
+        let bob = try await server.im("bob")
+        let carol = try await server.im("carol")
+        try await MUCRoles.createRoom(alice, nick: "Alice", fields: fields)
+        return (alice, bob, carol)
+    }
+
     private func roomInfoAllowInvites(_ client: TestClient) async throws -> String? {
         let info = try await client.query(
             "<iq type='get' id='di' to='\(Self.room)'><query xmlns='\(XMLNamespace.discoInfo)'/></iq>", id: "di")
@@ -157,14 +166,10 @@ import Testing
 
     @Test func inAMembersOnlyRoomMembersInviteOnlyWhenAllowedAndInviteesBecomeMembers() async throws {
         try await MUC.with { server in
-            let alice = try await server.im("alice")
-            let bob = try await server.im("bob")
-            let carol = try await server.im("carol")
-            try await MUCRoles.createRoom(
-                alice, nick: "Alice",
+            let (alice, bob, carol) = try await threeWithARoom(
+                server,
                 fields:
-                    "<field var='muc#roomconfig_persistentroom'><value>1</value></field><field var='muc#roomconfig_membersonly'><value>1</value></field>"
-            )
+                    "<field var='muc#roomconfig_persistentroom'><value>1</value></field><field var='muc#roomconfig_membersonly'><value>1</value></field>")
             try await alice.sendAdmin("<item jid='bob@localhost' affiliation='member'/>", id: "m")
             #expect(try await alice.expect("message").mucItem?[attribute: "jid"] == "bob@localhost")
             try await alice.expectResult("m")
@@ -210,14 +215,10 @@ import Testing
 
     @Test func anAdminsInvitationMakesAMemberAndProsodysFieldTurnsMemberInvitesOff() async throws {
         try await MUC.with { server in
-            let alice = try await server.im("alice")
-            let bob = try await server.im("bob")
-            let carol = try await server.im("carol")
-            try await MUCRoles.createRoom(
-                alice, nick: "Alice",
+            let (alice, bob, carol) = try await threeWithARoom(
+                server,
                 fields:
-                    "<field var='muc#roomconfig_membersonly'><value>1</value></field><field var='muc#roomconfig_allowinvites'><value>1</value></field>"
-            )
+                    "<field var='muc#roomconfig_membersonly'><value>1</value></field><field var='muc#roomconfig_allowinvites'><value>1</value></field>")
             try await invite(alice, "bob@localhost", id: "i1")
             #expect(try await alice.expect("message").mucItem?[attribute: "jid"] == "bob@localhost")
             #expect(try await bob.expect("message").statusCodes == [101])
@@ -240,11 +241,8 @@ import Testing
 
     @Test func visitorsMayNotInviteAndAPasswordTravelsWithTheInvitation() async throws {
         try await MUC.with { server in
-            let alice = try await server.im("alice")
-            let bob = try await server.im("bob")
-            let carol = try await server.im("carol")
-            try await MUCRoles.createRoom(
-                alice, nick: "Alice",
+            let (alice, bob, carol) = try await threeWithARoom(
+                server,
                 fields: """
                     <field var='muc#roomconfig_moderatedroom'><value>1</value></field>\
                     <field var='muc#roomconfig_passwordprotectedroom'><value>1</value></field>\
