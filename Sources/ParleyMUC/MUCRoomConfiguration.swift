@@ -131,8 +131,6 @@ struct MUCRoomConfiguration: Sendable, Hashable {
         var changed = self
         var passwordProtected: Bool? = nil
         var secret = password ?? ""
-        // Both archive fields come back from a client that fills the whole form; the one
-        // that differs from the current setting is the change.
         var archivingValues: [Bool] = []
         var inviteValues: [Bool] = []
         for field in submitted.children("field", namespace: XMLNamespace.dataForms) {
@@ -173,8 +171,8 @@ struct MUCRoomConfiguration: Sendable, Hashable {
         guard changed.name.utf8.count <= 256, changed.description.utf8.count <= 1024, secret.utf8.count <= 256 else {
             throw StanzaError(.notAcceptable, text: "A room name is at most 256 bytes, a description 1024, a password 256.")
         }
-        if !archivingValues.isEmpty { changed.archiving = archivingValues.first { $0 != archiving } ?? archiving }
-        if !inviteValues.isEmpty { changed.membersMayInvite = inviteValues.first { $0 != membersMayInvite } ?? membersMayInvite }
+        changed.archiving = Self.changedValue(among: archivingValues, current: archiving)
+        changed.membersMayInvite = Self.changedValue(among: inviteValues, current: membersMayInvite)
         if passwordProtected == true, secret.isEmpty {
             throw StanzaError(.notAcceptable, text: "A password-protected room needs a muc#roomconfig_roomsecret.")
         }
@@ -197,6 +195,13 @@ struct MUCRoomConfiguration: Sendable, Hashable {
                 .notAcceptable, text: "muc#roomconfig_maxusers is at most \(serviceMaxOccupants) on this service, not \(limit).")
         }
         return limit
+    }
+
+    /// Two fields for one setting (XEP-0045's name and another server's): a client that
+    /// returns the whole form sends both, and the one that differs from the current value is
+    /// the change.
+    private static func changedValue(among values: [Bool], current: Bool) -> Bool {
+        values.first { $0 != current } ?? current
     }
 
     private static func boolean(_ value: String, field: String) throws(StanzaError) -> Bool {
