@@ -33,7 +33,8 @@ extension C2SSessionHandler {
         let session = BoundSession(server: server, user: user, accountID: authenticatedAccountID, attachment: attachment(context))
         let handle = SessionHandle(
             jid: transfer.jid, id: server.makeSessionID(), remoteAddress: remoteAddress, accountID: authenticatedAccountID,
-            eventLoop: context.eventLoop, closeFuture: session.endedFuture, cluster: server.sessions.cluster
+            eventLoop: context.eventLoop, closeFuture: session.endedFuture, cluster: server.sessions.cluster,
+            taskExecutor: server.taskExecutors.executor(for: context.eventLoop)
         ) { delivery, batch in
             session.dispatch(delivery, batch: batch)
         }
