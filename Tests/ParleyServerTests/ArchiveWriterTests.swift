@@ -69,4 +69,31 @@ import Testing
         #expect(writer.outcome(of: lost.lowerBound...kept.upperBound) == .failed)
         #expect(writer.committedBatches == 1)
     }
+
+    /// Entries arriving steadily while the writer commits share transactions: one starts at
+    /// most every gathering interval, so a steady stream costs a commit per interval rather
+    /// than one per message; and none is lost or reordered by the wait.
+    @Test func aSteadyStreamIsCommittedAtMostOncePerGatheringInterval() async throws {
+        let store = FlakyStore()
+        let interval = Duration.milliseconds(50)
+        let writer = ArchiveWriter(store: store, maxPerUser: nil, logger: Logger(label: "test"), retryPauses: [], gatherInterval: interval)
+        let started = ContinuousClock.now
+        var last: ClosedRange<UInt64>?
+        for index in 0..<100 {
+            last = writer.enqueue([entry("\(index)")])
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        await writer.waitUntilWritten(try #require(last).upperBound)
+        let elapsed = ContinuousClock.now - started
+        // The first entry goes at once; every later transaction waits for its interval.
+        #expect(writer.committedBatches <= Int(elapsed / interval) + 2)
+        #expect(writer.committedBatches < 100)
+        #expect(store.stored.withLock { $0.map(\.stanzaID) } == (0..<100).map { "\($0)" })
+        // After a quiet spell, an entry does not wait for the interval.
+        try await Task.sleep(for: interval * 2)
+        let quietStart = ContinuousClock.now
+        let alone = try #require(writer.enqueue([entry("alone")]))
+        await writer.waitUntilWritten(alone.upperBound)
+        #expect(ContinuousClock.now - quietStart < interval)
+    }
 }
