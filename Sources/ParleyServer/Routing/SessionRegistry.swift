@@ -105,6 +105,17 @@ public final class SessionRegistry: Sendable {
         accounts.withLockedValue { accounts in accounts[bare].map { Array($0.values) } ?? [] }
     }
 
+    /// The sessions of an account that `excluded` leaves out, without an array when none is
+    /// left (the common case on the message path: the one session already served).
+    func sessions(of bare: JID, except excluded: (SessionHandle) -> Bool) -> [SessionHandle] {
+        accounts.withLockedValue { accounts in
+            guard let resources = accounts[bare] else { return [] }
+            var found: [SessionHandle] = []
+            for session in resources.values where !excluded(session) { found.append(session) }
+            return found
+        }
+    }
+
     public func session(_ full: JID) -> SessionHandle? {
         guard let resource = full.resourcepart else { return nil }
         return accounts.withLockedValue { $0[full.bare]?[resource] }

@@ -34,7 +34,7 @@ public final class StanzaRouter: Sendable {
     /// (presence handling reads and writes storage; messages are stored).
     @discardableResult
     public func route(_ stanza: XMLElement, from sender: SessionHandle) -> RouteResult {
-        let to: JID
+        let to: JID?
         if let address = stanza.to {
             do {
                 to = try JID(address)
@@ -43,10 +43,16 @@ public final class StanzaRouter: Sendable {
                 return RouteResult()
             }
         } else {
-            // RFC 6120 §10.3: no 'to' means the sender's own account (for presence, §4.2 of
-            // RFC 6121 makes it a broadcast).
-            to = sender.jid.bare
+            to = nil
         }
+        return route(stanza, to: to, from: sender)
+    }
+
+    /// `to` is the stanza's `to` address, already parsed (nil when it has none).
+    public func route(_ stanza: XMLElement, to address: JID?, from sender: SessionHandle) -> RouteResult {
+        // RFC 6120 §10.3: no 'to' means the sender's own account (for presence, §4.2 of
+        // RFC 6121 makes it a broadcast).
+        let to = address ?? sender.jid.bare
         guard to.domainpart == domain.domainpart else {
             // Only stanzas leaving the accounts' domain pay for this look-up.
             if let service = hosted.service(for: to.domainpart) {
@@ -73,7 +79,7 @@ public final class StanzaRouter: Sendable {
         case "message":
             return routeMessage(stanza, to: to, from: sender)
         default:
-            return RouteResult(pending: routePresence(stanza, to: to, from: sender, hadAddress: stanza.to != nil))
+            return RouteResult(pending: routePresence(stanza, to: to, from: sender, hadAddress: address != nil))
         }
     }
 

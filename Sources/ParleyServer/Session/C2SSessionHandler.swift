@@ -58,6 +58,8 @@ final class C2SSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     var boundSession: BoundSession?
     /// Rarely used state, made when needed (`C2SSessionHandler+Occasional`).
     var occasional: Occasional?
+    /// The `to` of the last stanza routed, as written and as parsed (`receivedStanza`).
+    var lastAddress: (text: String, jid: JID)?
     var phase = Phase.awaitingHeader
     /// The id of that user's account, as looked up for the authentication.
     var authenticatedAccountID: Int64?
