@@ -1,45 +1,5 @@
 import Foundation
 
-/// One message to archive in one user's archive (XEP-0313), as `archive(_:)` takes it.
-public struct ArchiveEntry: Sendable, Hashable {
-    /// The archive's owner: a canonical username.
-    public var owner: String
-    /// The bare JID of the other party.
-    public var with: String
-    /// The stamped sender, and the addressee as the message named it.
-    public var from: String
-    public var to: String
-    /// The XEP-0359 stanza-id the server gave the message (unique within the owner's archive).
-    public var stanzaID: String
-    /// The sender's XEP-0359 origin-id, if it gave one.
-    public var originID: String?
-    /// The message's `id` and `type` attributes, kept for its tombstone should it be retracted.
-    public var messageID: String?
-    public var messageType: String?
-    public var stanza: String
-    public var archivedAt: Date
-    /// An XEP-0424 retraction: the stanza-id or origin-id of an earlier message from the
-    /// same sender, whose archived copies (in both archives) are tombstoned.
-    public var retracts: String?
-
-    public init(
-        owner: String, with: String, from: String, to: String, stanzaID: String, originID: String?,
-        messageID: String? = nil, messageType: String? = nil, stanza: String, archivedAt: Date, retracts: String? = nil
-    ) {
-        self.owner = owner
-        self.with = with
-        self.from = from
-        self.to = to
-        self.stanzaID = stanzaID
-        self.originID = originID
-        self.messageID = messageID
-        self.messageType = messageType
-        self.stanza = stanza
-        self.archivedAt = archivedAt
-        self.retracts = retracts
-    }
-}
-
 /// A message read back from an archive.
 public struct ArchivedMessage: Sendable, Hashable {
     /// Archive order (server order): increases with every insert, never reused.
@@ -179,34 +139,4 @@ public protocol ArchiveStore: Sendable {
     /// Deletes every archived message older than `date`; returns how many.
     @discardableResult
     func pruneArchive(before date: Date) async throws -> Int
-}
-
-extension ArchiveEntry {
-    /// Another archive's copy of the same message: everything but the owner and the other
-    /// party is the same, so both archives can share one body.
-    public func isCopy(of other: ArchiveEntry) -> Bool {
-        stanzaID == other.stanzaID && stanza == other.stanza && from == other.from && to == other.to
-            && originID == other.originID && messageID == other.messageID && messageType == other.messageType
-            && archivedAt == other.archivedAt && retracts == other.retracts
-    }
-}
-
-extension Array where Element == ArchiveEntry {
-    /// The runs of entries that share one body, in order: a message followed by its copies
-    /// for other archives (a copy for an archive already in the run starts a new one).
-    public func sharedBodyRuns() -> [Range<Int>] {
-        var runs: [Range<Int>] = []
-        var start = startIndex
-        while start < endIndex {
-            var end = start + 1
-            while end < endIndex, self[end].isCopy(of: self[start]),
-                !self[start..<end].contains(where: { $0.owner == self[end].owner })
-            {
-                end += 1
-            }
-            runs.append(start..<end)
-            start = end
-        }
-        return runs
-    }
 }

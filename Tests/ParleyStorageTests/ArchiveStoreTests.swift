@@ -20,6 +20,14 @@ import Testing
         }
     }
 
+    /// The same entry with another text: a body of its own.
+    static func rewritten(_ entry: ArchiveEntry, stanza: String) -> ArchiveEntry {
+        ArchiveEntry(
+            owner: entry.owner, with: entry.with, from: entry.from, to: entry.to, stanzaID: entry.stanzaID, originID: entry.originID,
+            messageID: entry.messageID, messageType: entry.messageType, stanza: stanza, archivedAt: entry.archivedAt,
+            retracts: entry.retracts)
+    }
+
     private func storageWithTen(_ backend: Backend) async throws -> (any ServerStorage, StorageFixture) {
         let fixture = try await StorageFixture(backend)
         let storage = fixture.storage

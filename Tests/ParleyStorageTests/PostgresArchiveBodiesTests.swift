@@ -37,7 +37,7 @@ import Testing
         for user in ["juliet", "romeo"] { try await storage.createAccount(username: user, keys: [StorageFixture.keys("SHA-256", seed: 1)]) }
         // Two messages; the second's copies differ in their text, so they are two bodies.
         var different = Fixture.entries("m2", at: 200, origin: "o2")
-        different[1].stanza = "<message xmlns='jabber:client' id='other'/>"
+        different[1] = Fixture.rewritten(different[1], stanza: "<message xmlns='jabber:client' id='other'/>")
         try await storage.archive(Fixture.entries("m1", at: 100) + different, maxPerUser: nil)
         #expect(try await bodies(storage).map { $0[1] } == [2, 1, 1])
         #expect(try await storage.rowCount(of: "archive_entries") == 4)

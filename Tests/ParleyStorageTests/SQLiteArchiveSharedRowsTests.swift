@@ -27,7 +27,7 @@ import Testing
         let storage = try await SQLiteStorage.withAccounts(in: directory)
         // Two messages; the second's copies differ in their text, so they are two bodies.
         var different = Fixture.entries("m2", at: 200)
-        different[1].stanza = "<message xmlns='jabber:client' id='other'/>"
+        different[1] = Fixture.rewritten(different[1], stanza: "<message xmlns='jabber:client' id='other'/>")
         try await storage.archive(Fixture.entries("m1", at: 100) + different, maxPerUser: nil)
         let (bodies, entries) = try await rows(storage)
         #expect(bodies.map { $0[1] } == [2, 1, 1] && entries == 4)

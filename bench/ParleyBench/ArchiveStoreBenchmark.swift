@@ -81,11 +81,12 @@ enum ArchiveStoreBenchmark: Benchmark {
             let at = start.addingTimeInterval(Double(index) / 10_000)
             let id = TimeOrderedUUID.make(now: at)
             let originID = originIDs ? UUID().uuidString.lowercased() : nil
+            // One body for both archives, as ArchiveModule makes them.
+            let body = ArchiveEntry.Body(
+                from: from, to: to, stanzaID: id, originID: originID, messageID: "m\(index)", messageType: "chat", stanza: stanza,
+                archivedAt: at)
             for (owner, with) in [("user\(sender)", "user\(recipient)@localhost"), ("user\(recipient)", "user\(sender)@localhost")] {
-                entries.append(
-                    ArchiveEntry(
-                        owner: owner, with: with, from: from, to: to, stanzaID: id, originID: originID, messageID: "m\(index)",
-                        messageType: "chat", stanza: stanza, archivedAt: at))
+                entries.append(ArchiveEntry(owner: owner, with: with, body: body))
             }
         }
         return entries

@@ -120,18 +120,14 @@ public final class ArchiveModule: ServerModule, Sendable {
         // (the only difference between them, added back when a query reads them): one
         // serialization on the event loop, and one shared row in the store (v20_perf_archive).
         let text = StoredStanza.serialize(serialized)
+        let body = ArchiveEntry.Body(
+            from: from, to: to, stanzaID: id, originID: originID, messageID: messageID, messageType: messageType, stanza: text,
+            archivedAt: now, retracts: retracts)
         var entries: [ArchiveEntry] = []
-        if let senderUser {
-            entries.append(
-                ArchiveEntry(
-                    owner: senderUser, with: recipientArchive, from: from, to: to, stanzaID: id, originID: originID,
-                    messageID: messageID, messageType: messageType, stanza: text, archivedAt: now, retracts: retracts))
-        }
+        entries.reserveCapacity(2)
+        if let senderUser { entries.append(ArchiveEntry(owner: senderUser, with: recipientArchive, body: body)) }
         if let recipientUser, recipientArchive != senderArchive {
-            entries.append(
-                ArchiveEntry(
-                    owner: recipientUser, with: senderArchive, from: from, to: to, stanzaID: id, originID: originID,
-                    messageID: messageID, messageType: messageType, stanza: text, archivedAt: now, retracts: retracts))
+            entries.append(ArchiveEntry(owner: recipientUser, with: senderArchive, body: body))
         }
         var routed = RoutedMessage(forRecipient: forRecipient, forSender: forSender, archived: writer.enqueue(entries))
         if let sequences = routed.archived, Self.acknowledgesDelivery(clean) {

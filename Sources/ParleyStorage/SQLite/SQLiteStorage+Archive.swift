@@ -49,7 +49,7 @@ extension SQLiteStorage: ArchiveStore {
                 """)
         var owners: [(account: Int64, with: String)] = []
         // The entries are read in place, field by field: a copy of an `ArchiveEntry` retains
-        // (and releases again) its eleven strings.
+        // (and releases again) its strings and its body.
         for run in entries.sharedBodyRuns() {
             let first = run.lowerBound
             owners.removeAll(keepingCapacity: true)
@@ -71,20 +71,21 @@ extension SQLiteStorage: ArchiveStore {
                 owners.append((accountID, with))
             }
             guard !owners.isEmpty else { continue }
-            lastArchivedAt = max(lastArchivedAt, Self.milliseconds(entries[first].archivedAt))
+            let body = entries[first].body
+            lastArchivedAt = max(lastArchivedAt, Self.milliseconds(body.archivedAt))
             insertBody.bind(Int64(owners.count))
             insertBody.bind(fromBare)
-            insertBody.bind(entries[first].from)
-            insertBody.bind(entries[first].to)
-            insertBody.bind(entries[first].stanzaID)
-            insertBody.bind(entries[first].originID)
-            insertBody.bind(entries[first].messageID)
-            insertBody.bind(entries[first].messageType)
-            insertBody.bind(entries[first].stanza)
+            insertBody.bind(body.from)
+            insertBody.bind(body.to)
+            insertBody.bind(body.stanzaID)
+            insertBody.bind(body.originID)
+            insertBody.bind(body.messageID)
+            insertBody.bind(body.messageType)
+            insertBody.bind(body.stanza)
             insertBody.bind(lastArchivedAt)
             try insertBody.execute(in: db)
             let position = db.lastInsertedRowID
-            let hasOriginID: Int64? = entries[first].originID == nil ? nil : 1
+            let hasOriginID: Int64? = body.originID == nil ? nil : 1
             for owner in owners {
                 insertEntry.bind(owner.account)
                 insertEntry.bind(position)
