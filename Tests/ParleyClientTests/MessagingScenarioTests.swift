@@ -77,7 +77,7 @@ import Testing
     }
 
     @Test func reconnectsAfterAServerRestartAndDeliversWhatWasQueued() async throws {
-        try await withServer { server in
+        try await withServer(fixedPort: true) { server in
             let ((alice, aliceEvents), (bob, bobEvents)) = try await server.signedInPair("alice", "bob")
             try await befriend(alice, aliceEvents, bob, bobEvents, note: nil)
 

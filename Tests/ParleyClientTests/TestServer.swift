@@ -34,6 +34,20 @@ struct TestServer {
         return TestServer(running: running, directory: directory)
     }
 
+    /// A server on a port below the kernel's ephemeral range (32768 on): a test that stops
+    /// it and starts another on the same port must not find that port taken meanwhile by the
+    /// local end of some other test's connection, as a port the kernel handed out can be.
+    static func startOnFixedPort(singleDevice: Bool = false, resumeTimeout: Duration = .seconds(300)) async throws -> TestServer {
+        var attempt = 0
+        while true {
+            do {
+                return try await start(singleDevice: singleDevice, resumeTimeout: resumeTimeout, port: Int.random(in: 20_000..<32_000))
+            } catch where attempt < 20 {
+                attempt += 1  // another test's fixed port: draw again
+            }
+        }
+    }
+
     /// Stops this server and starts a new one on the same port and data directory, as a
     /// restart of the process would.
     mutating func restart() async throws {
@@ -153,9 +167,13 @@ func eventually(
 
 /// Runs `body` with a fresh server, and stops it afterwards whatever happened.
 func withServer(
-    singleDevice: Bool = false, resumeTimeout: Duration = .seconds(300), _ body: (inout TestServer) async throws -> Void
+    singleDevice: Bool = false, resumeTimeout: Duration = .seconds(300), fixedPort: Bool = false,
+    _ body: (inout TestServer) async throws -> Void
 ) async throws {
-    var server = try await TestServer.start(singleDevice: singleDevice, resumeTimeout: resumeTimeout)
+    var server =
+        fixedPort
+        ? try await TestServer.startOnFixedPort(singleDevice: singleDevice, resumeTimeout: resumeTimeout)
+        : try await TestServer.start(singleDevice: singleDevice, resumeTimeout: resumeTimeout)
     do {
         try await body(&server)
     } catch {
