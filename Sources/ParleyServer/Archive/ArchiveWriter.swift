@@ -67,7 +67,11 @@ final class ArchiveWriter: Sendable {
     /// Messages one session may have waiting for the archive before it waits for the oldest:
     /// a sliding window, so a fast sender is slowed a little at every message rather than
     /// stopped for a whole backlog now and then (which made the p99 latency 50-100× the p50).
-    static let sessionWindow = 64
+    /// Large enough for a few of a busy sender's messages per commit cycle on PostgreSQL
+    /// (~25-90 ms): at 64 twenty senders to offline accounts filled their windows every cycle
+    /// and stored 16,400-17,300 messages/s there, at 256 20,400-22,900 (SQLite 36,100-37,600
+    /// against 43,100-44,300); full speed unchanged (bench/README.md, "Eighteenth round").
+    static let sessionWindow = 256
     /// A failed transaction is tried again after each of these pauses before its entries are
     /// given up on: a busy or briefly full disk should not cost messages.
     static let retryPauses: [Duration] = [.milliseconds(50), .milliseconds(500), .seconds(2)]
