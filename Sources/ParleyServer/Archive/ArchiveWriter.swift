@@ -208,14 +208,14 @@ final class ArchiveWriter: Sendable {
         }
     }
 
-    /// Under load, a transaction starts at most every `gatherInterval`, so that more entries
-    /// share it: a commit costs the same whatever it holds (the WAL frames of the index pages
-    /// it dirtied, the fdatasync and the wake-ups around it: ~300-400 µs of CPU on this
-    /// machine), and without the pause a busy server committed 1,500 times a second, 22
-    /// messages each, or each message alone at 2,000 msg/s (bench/README.md, "Eighteenth
-    /// round"). Deliveries never wait for it; only acknowledgements do, by at most the
-    /// interval. After a quiet spell the first entry goes at once; a queue already holding a
-    /// large batch does not wait either.
+    /// Under steady traffic, a transaction starts at most every `gatherInterval`, so that more
+    /// entries share it: a commit costs about the same whatever it holds (the WAL frames of
+    /// the index pages it dirtied, the fdatasync and the wake-ups around it), and at 2,000
+    /// msg/s each message was nearly a commit of its own, ~400 µs of CPU per message; with the
+    /// pause 0.62 of that (bench/README.md, "Eighteenth round"). At full speed commits are
+    /// further apart than this anyway. Deliveries never wait for it; only acknowledgements
+    /// (and archive queries) do, by at most the interval. After a quiet spell the first entry
+    /// goes at once; a queue already holding a large batch does not wait either.
     private func gather(since lastCommitStarted: ContinuousClock.Instant) async {
         let wait = lastCommitStarted + gatherInterval - .now
         guard wait > .zero, state.withLockedValue({ $0.pending.count }) < Self.gatherBelow else { return }
