@@ -116,7 +116,7 @@ public final class OfflineModule: ServerModule, Sendable {
     public func deliver(to session: SessionHandle) async {
         guard let username = session.jid.localpart else { return }
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            deliveries.enqueue(username, on: session.taskExecutor) { [self] in
+            deliveries.enqueue(username) { [self] in
                 await deliverStored(to: session, username: username) { done.resume() }
             }
         }
@@ -131,7 +131,7 @@ public final class OfflineModule: ServerModule, Sendable {
         // Only this node's sessions: a session on another node of a cluster is served by its own.
         let available = sessions.sessions(of: account).filter { !$0.isRemote && $0.isAvailable && $0.priority >= 0 }
         guard let target = available.max(by: { $0.priority < $1.priority }) else { return }
-        deliveries.enqueue(username, on: target.taskExecutor) { [self] in await deliverStored(to: target, username: username) }
+        deliveries.enqueue(username) { [self] in await deliverStored(to: target, username: username) }
     }
 
     private func deliverStored(to session: SessionHandle, username: String, handedOver: (@Sendable () -> Void)? = nil) async {

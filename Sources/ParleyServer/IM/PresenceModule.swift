@@ -43,7 +43,7 @@ public final class PresenceModule: ServerModule {
         self.afterInitialPresence = afterInitialPresence
         events.subscribe { [weak self] event in
             guard let self, case .sessionEnded(let session) = event else { return }
-            self.enqueue(for: session.jid, on: session) { await self.sessionEnded(session) }
+            self.enqueue(for: session.jid) { await self.sessionEnded(session) }
         }
     }
 
@@ -57,15 +57,14 @@ public final class PresenceModule: ServerModule {
             if stanza.to == nil, stanza.type == nil || stanza.type == "unavailable" {
                 sender.withPresence { $0.unavailableStatus = stanza.type == nil ? nil : stanza.firstChild("status")?.text }
             }
-            return enqueue(for: sender.jid, on: sender) { await self.handle(stanza, from: sender) }
+            return enqueue(for: sender.jid) { await self.handle(stanza, from: sender) }
         }
     }
 
-    /// Work on one user's presence and roster runs in arrival order; work a session started
-    /// runs on its event loop.
+    /// Work on one user's presence and roster runs in arrival order.
     @discardableResult
-    func enqueue(for jid: JID, on session: SessionHandle? = nil, _ work: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
-        queue.enqueue(jid.bare.description, on: session?.taskExecutor, work)
+    func enqueue(for jid: JID, _ work: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+        queue.enqueue(jid.bare.description, work)
     }
 
     private func handle(_ stanza: XMLElement, from sender: SessionHandle) async {

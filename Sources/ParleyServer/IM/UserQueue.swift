@@ -13,17 +13,13 @@ final class UserQueue: Sendable {
     private let state = NIOLockedValueBox(State())
     private static let keptCapacity = 64
 
-    /// `executor`: where the work runs (the session's event loop, when a session started it);
-    /// nil for Swift's global executor.
     @discardableResult
-    func enqueue(_ user: String, on executor: (any TaskExecutor)? = nil, _ work: @escaping @Sendable () async -> Void)
-        -> Task<Void, Never>
-    {
+    func enqueue(_ user: String, _ work: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
         state.withLockedValue { state in
             let previous = state.tails[user]?.task
             state.nextTicket &+= 1
             let ticket = state.nextTicket
-            let task = Task(executorPreference: executor) { [box = self.state] in
+            let task = Task { [box = self.state] in
                 await previous?.value
                 await work()
                 // Drop the entry once nothing is queued behind this task, so idle users cost

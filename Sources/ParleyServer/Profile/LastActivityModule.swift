@@ -51,7 +51,7 @@ public final class LastActivityModule: ServerModule {
         guard sessions.sessions(of: account).isEmpty, let username = account.localpart else { return }
         let activity = LastActivity(loggedOutAt: Date(), status: session.withPresence { $0.unavailableStatus })
         unwritten.withLockedValue { $0 += 1 }
-        queue.enqueue(username, on: session.taskExecutor) { [store, logger, unwritten] in
+        queue.enqueue(username) { [store, logger, unwritten] in
             defer { unwritten.withLockedValue { $0 -= 1 } }
             do {
                 try await store.setLastActivity(activity, for: username)

@@ -24,16 +24,12 @@ public final class SessionHandle: Sendable, Hashable, CustomStringConvertible {
     /// In a cluster: for a local session, told when its `ClusterView` changes; for a remote
     /// one, what carries stanzas to its node. nil on a single node.
     let cluster: (any ClusterLink)?
-    /// Runs the tasks this session's stanzas start on its event loop; nil runs them on
-    /// Swift's global executor (sessions of other nodes, tests).
-    let taskExecutor: EventLoopTaskExecutor?
     private let state: NIOLockedValueBox<SessionPresence>
     private let sink: @Sendable (SessionDelivery, DeliveryBatch?) -> Void
 
     init(
         jid: JID, id: UInt64, remoteAddress: String, accountID: Int64? = nil, eventLoop: any EventLoop,
         closeFuture: EventLoopFuture<Void>, node: String? = nil, cluster: (any ClusterLink)? = nil,
-        taskExecutor: EventLoopTaskExecutor? = nil,
         batchingSink: @escaping @Sendable (SessionDelivery, DeliveryBatch?) -> Void
     ) {
         self.node = node
@@ -45,7 +41,6 @@ public final class SessionHandle: Sendable, Hashable, CustomStringConvertible {
         self.id = id
         self.remoteAddress = remoteAddress
         self.eventLoop = eventLoop
-        self.taskExecutor = taskExecutor
         self.sink = batchingSink
         self.state = NIOLockedValueBox(SessionPresence())
     }

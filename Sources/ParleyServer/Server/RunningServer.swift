@@ -161,7 +161,7 @@ public final class RunningServer: Sendable {
             authFailures: AuthFailureLimiter(maxFailures: limits.authFailuresPerIP, window: TimeAmount(limits.authFailureWindow)),
             metrics: metrics, events: events, streamFeatures: registry.streamFeatures + [disco.serverCapabilities.streamFeature],
             logger: logger,
-            archive: configuration.archive.enabled ? archive : nil, taskExecutors: EventLoopTaskExecutors(group))
+            archive: configuration.archive.enabled ? archive : nil)
         // After the context: a session handed over to another node leaves its resumption registry.
         if let cluster {
             sessions.attach(cluster)

@@ -103,8 +103,7 @@ extension C2SSessionHandler {
         let handle = SessionHandle(
             jid: jid, id: server.makeSessionID(), remoteAddress: remoteAddress, accountID: authenticatedAccountID,
             eventLoop: context.eventLoop,
-            closeFuture: session.endedFuture, cluster: server.sessions.cluster,
-            taskExecutor: server.taskExecutors.executor(for: context.eventLoop)
+            closeFuture: session.endedFuture, cluster: server.sessions.cluster
         ) { delivery, batch in
             session.dispatch(delivery, batch: batch)
         }

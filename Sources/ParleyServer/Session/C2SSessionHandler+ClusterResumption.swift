@@ -33,8 +33,7 @@ extension C2SSessionHandler {
         let session = BoundSession(server: server, user: user, accountID: authenticatedAccountID, attachment: attachment(context))
         let handle = SessionHandle(
             jid: transfer.jid, id: server.makeSessionID(), remoteAddress: remoteAddress, accountID: authenticatedAccountID,
-            eventLoop: context.eventLoop, closeFuture: session.endedFuture, cluster: server.sessions.cluster,
-            taskExecutor: server.taskExecutors.executor(for: context.eventLoop)
+            eventLoop: context.eventLoop, closeFuture: session.endedFuture, cluster: server.sessions.cluster
         ) { delivery, batch in
             session.dispatch(delivery, batch: batch)
         }

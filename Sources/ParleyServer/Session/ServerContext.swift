@@ -32,16 +32,13 @@ public final class ServerContext: Sendable {
     private let nextSessionID = NIOLockedValueBox<UInt64>(0)
     /// The stream features, built once instead of at every stream header.
     let features: StreamFeatureSet
-    /// Where the tasks of each loop's sessions run.
-    let taskExecutors: EventLoopTaskExecutors
 
     public init(
         policy: C2SPolicy, sessions: SessionRegistry, router: StanzaRouter, accounts: any AccountStore,
         registration: RegistrationModule?, tls: TLSContext?, connectionLimiter: ConnectionLimiter, authFailures: AuthFailureLimiter,
         metrics: ServerMetrics, events: ServerEventBus, streamFeatures: [XMLElement], logger: Logger,
-        archive: ArchiveModule? = nil, taskExecutors: EventLoopTaskExecutors = EventLoopTaskExecutors()
+        archive: ArchiveModule? = nil
     ) throws {
-        self.taskExecutors = taskExecutors
         self.archive = archive?.writer
         self.events = events
         self.streamFeatures = streamFeatures
