@@ -89,8 +89,17 @@ import Testing
         #expect(writer.committedBatches <= Int(elapsed / interval) + 2)
         #expect(writer.committedBatches < 100)
         #expect(store.stored.withLock { $0.map(\.stanzaID) } == (0..<100).map { "\($0)" })
-        // After a quiet spell, an entry does not wait for the interval.
-        try await Task.sleep(for: interval * 2)
+    }
+
+    /// After a quiet spell the first entry is written at once, not an interval later.
+    @Test func aLoneEntryAfterAQuietSpellIsWrittenAtOnce() async throws {
+        let store = FlakyStore()
+        let interval = Duration.seconds(2)
+        let writer = ArchiveWriter(store: store, maxPerUser: nil, logger: Logger(label: "test"), retryPauses: [], gatherInterval: interval)
+        let first = try #require(writer.enqueue([entry("first")]))
+        await writer.waitUntilWritten(first.upperBound)
+        // The writer waits out the interval after a commit, then finds nothing and ends.
+        try await Task.sleep(for: interval + .milliseconds(500))
         let quietStart = ContinuousClock.now
         let alone = try #require(writer.enqueue([entry("alone")]))
         await writer.waitUntilWritten(alone.upperBound)
