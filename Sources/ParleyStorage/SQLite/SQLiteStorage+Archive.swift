@@ -51,16 +51,17 @@ extension SQLiteStorage: ArchiveStore {
         // The entries are read in place, field by field: a copy of an `ArchiveEntry` retains
         // (and releases again) its strings and its body.
         for run in entries.sharedBodyRuns() {
-            let first = run.lowerBound
+            // One body for the whole run: its entries differ only in owner and other party.
+            let body = entries[run.lowerBound].body
             owners.removeAll(keepingCapacity: true)
-            let fromBare = Self.bare(entries[first].from)
+            let fromBare = Self.bare(body.from)
             for index in run {
                 let owner = entries[index].owner
                 let cached = try accounts[owner] ?? Self.accountID(of: owner, in: db)
                 accounts[owner] = cached
                 guard let accountID = cached else { continue }
-                if let target = entries[index].retracts {
-                    let arguments: StatementArguments = [Self.milliseconds(entries[index].archivedAt), target, fromBare, accountID]
+                if let target = body.retracts {
+                    let arguments: StatementArguments = [Self.milliseconds(body.archivedAt), target, fromBare, accountID]
                     try retractByStanzaID.execute(arguments: arguments)
                     try retractByOriginID.execute(arguments: arguments)
                 }
@@ -71,7 +72,6 @@ extension SQLiteStorage: ArchiveStore {
                 owners.append((accountID, with))
             }
             guard !owners.isEmpty else { continue }
-            let body = entries[first].body
             lastArchivedAt = max(lastArchivedAt, Self.milliseconds(body.archivedAt))
             insertBody.bind(Int64(owners.count))
             insertBody.bind(fromBare)
